@@ -1,0 +1,257 @@
+"""`chatsum` command line. `chatsum --help` lists the commands; each has its own --help."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+from .settings import REPO_ROOT, Settings
+
+SAMPLES = REPO_ROOT / "samples" / "conversations.jsonl"
+
+
+def cmd_worker(args: argparse.Namespace) -> None:
+    """Run one worker: consume chat.events, publish chat.summaries (blocks until stopped)."""
+    import asyncio
+
+    import faust
+
+    from .logs import setup_logging
+    from .runtime import build_summarizer, start
+    from .topics import ensure_topics
+    from .worker import ChatsumWorker
+
+    settings = Settings()
+    setup_logging(settings.log_level)
+    ensure_topics(settings)
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    summarizer = build_summarizer(settings)
+    worker = ChatsumWorker(settings, summarizer, model_name=summarizer.engine.model_name)
+    # The engine starts and warms up before the consumer joins the group, so the worker is
+    # never assigned partitions it cannot serve yet.
+    loop.run_until_complete(start(summarizer))
+    runner = faust.Worker(worker.app, loop=loop, loglevel=settings.log_level, quiet=True,
+                          override_logging=False, redirect_stdouts=False)
+    try:
+        runner.execute_from_commandline()
+    finally:
+        summarizer.engine.shutdown()
+
+
+def cmd_broker(args: argparse.Namespace) -> None:
+    """Run the embedded Kafka-protocol broker in the foreground, with chatsum's topics."""
+    from .broker import EmbeddedBroker
+    from .topics import ensure_topics
+
+    settings = Settings()
+    broker = EmbeddedBroker(args.data_dir or settings.broker_data_dir, port=args.port)
+    broker.start()
+    ensure_topics(settings.model_copy(update={"bootstrap": broker.bootstrap}))
+    print(f"broker on {broker.bootstrap} (data in {broker.data_dir}); Ctrl-C stops it", flush=True)
+    try:
+        signal.pause()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        broker.stop()
+
+
+def cmd_produce(args: argparse.Namespace) -> None:
+    """Send JSONL conversations to chat.events with realistic timing."""
+    from confluent_kafka import Producer
+
+    from .replay import Timing, load_conversations, replay
+
+    settings = Settings()
+    conversations = load_conversations(Path(args.file))[: args.limit or None]
+    producer = Producer(settings.kafka_client_config())
+    n = replay(producer, settings.topic_events, conversations, Timing(speed=args.speed), args.stagger, not args.no_end)
+    print(f"sent {n} events from {len(conversations)} conversations to {settings.topic_events}")
+
+
+def format_summary(event: dict) -> str:
+    fields = "/".join(str(event.get(k) or "-") for k in ("request_type", "sentiment"))
+    conf = event.get("confidence") or {}
+    extra = f" reason={event['fallback_reason']}" if event.get("fallback_reason") else ""
+    conf_txt = f" conf={conf['request_type']:.2f}" if conf else ""
+    return (
+        f"[{event['session_id']}] v{event['version']} {event['status']:<8} {event['trigger']:<13} {fields:<8} "
+        f"item={event.get('item_id') or '-'} \"{event.get('summary_text') or ''}\" "
+        f"({event['timings']['latency_ms'] / 1000:.2f}s{conf_txt}{extra})"
+    )
+
+
+def cmd_tail(args: argparse.Namespace) -> None:
+    """Print summaries as they are published."""
+    from .replay import summaries
+
+    settings = Settings()
+    consumer = summaries(settings.kafka_client_config(), args.topic or settings.topic_summaries, None, args.from_beginning)
+    try:
+        while True:
+            msg = consumer.poll(0.5)
+            if msg is None or msg.error():
+                continue
+            event = json.loads(msg.value())
+            print(json.dumps(event, ensure_ascii=False) if args.json else format_summary(event), flush=True)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        consumer.close()
+
+
+def cmd_mask(args: argparse.Namespace) -> None:
+    """Clean and mask text lines from stdin to stdout."""
+    from .mask import main
+
+    main()
+
+
+def cmd_schemas(args: argparse.Namespace) -> None:
+    """Write the JSON Schemas of every contract into schemas/."""
+    from .contracts import export_schemas
+
+    for path in export_schemas():
+        print(path)
+
+
+def _wait_ready(port: int, proc: subprocess.Popen, timeout_s: float) -> None:
+    started = time.monotonic()
+    while time.monotonic() - started < timeout_s:
+        if proc.poll() is not None:
+            raise SystemExit(f"the worker exited with {proc.returncode} while starting; its log is above")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/ready", timeout=1) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        print(f"\r  starting the worker: loading and warming the engine ({time.monotonic() - started:.0f}s)", end="", flush=True)
+        time.sleep(1)
+    raise SystemExit(f"the worker was not ready after {timeout_s:.0f}s")
+
+
+def cmd_demo(args: argparse.Namespace) -> None:
+    """Embedded broker + a worker + the sample conversations replayed; prints summaries live."""
+    from confluent_kafka import Producer
+    from pydantic import ValidationError
+
+    from .assets import ensure_llm
+    from .broker import EmbeddedBroker, free_port
+    from .contracts import SummaryEvent
+    from .replay import Timing, load_conversations, replay, summaries
+    from .topics import ensure_topics
+
+    settings = Settings()
+    conversations = load_conversations(Path(args.file))[: args.count]
+    data_dir = settings.cache_dir / "demo-broker"
+    shutil.rmtree(data_dir, ignore_errors=True)
+    broker = EmbeddedBroker(data_dir, port=free_port())
+    worker: subprocess.Popen | None = None
+    consumer = None
+    try:
+        print("1/4 model: ", end="", flush=True)
+        print(ensure_llm(settings.model, settings.cache_dir))
+        broker.start()
+        env_settings = settings.model_copy(update={"bootstrap": broker.bootstrap, "web_port": free_port()})
+        ensure_topics(env_settings)
+        print(f"2/4 broker: {broker.bootstrap} (embedded noida-db), topics created")
+        env = os.environ | {"CHATSUM_BOOTSTRAP": broker.bootstrap, "CHATSUM_WEB_PORT": str(env_settings.web_port),
+                            "CHATSUM_LOG_LEVEL": os.environ.get("CHATSUM_LOG_LEVEL", "WARNING")}
+        worker = subprocess.Popen([sys.executable, "-m", "service.cli", "worker"], env=env, start_new_session=True)
+        _wait_ready(env_settings.web_port, worker, args.ready_timeout)
+        print(f"\n3/4 worker ready: metrics and operator page on http://127.0.0.1:{env_settings.web_port}/")
+        consumer = summaries(env_settings.kafka_client_config(), settings.topic_summaries, None, True)
+        producer = Producer(env_settings.kafka_client_config())
+        print(f"4/4 replaying {len(conversations)} conversations (speed x{args.speed}); summaries as they arrive:")
+        sender = threading.Thread(
+            target=replay, args=(producer, settings.topic_events, conversations, Timing(speed=args.speed), args.stagger), daemon=True
+        )
+        sender.start()
+        finished: set[str] = set()
+        invalid = 0
+        deadline = time.monotonic() + args.timeout
+        wanted = {c["session_id"] for c in conversations}
+        while finished != wanted and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is None or msg.error():
+                continue
+            try:
+                event = SummaryEvent.model_validate_json(msg.value())
+            except ValidationError:
+                invalid += 1
+                continue
+            print("  " + format_summary(event.model_dump(mode="json")), flush=True)
+            if event.trigger == "end_of_chat" and event.status != "partial":
+                finished.add(event.session_id)
+        missing = sorted(wanted - finished)
+        print(f"done: {len(finished)}/{len(wanted)} conversations summarised to the end, {invalid} invalid events"
+              + (f"; still waiting for {missing}" if missing else ""))
+        if missing or invalid:
+            raise SystemExit(1)
+    except KeyboardInterrupt:
+        print("\ninterrupted; stopping")
+    finally:
+        if consumer is not None:
+            consumer.close()
+        if worker is not None and worker.poll() is None:
+            os.killpg(worker.pid, signal.SIGTERM)
+            try:
+                worker.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(worker.pid, signal.SIGKILL)
+        broker.stop()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="chatsum", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def add(name: str, fn, help_text: str | None = None) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text or fn.__doc__, description=fn.__doc__)
+        p.set_defaults(fn=fn)
+        return p
+
+    add("worker", cmd_worker)
+    p = add("broker", cmd_broker)
+    p.add_argument("--port", type=int, default=19092)
+    p.add_argument("--data-dir", type=Path)
+    p = add("produce", cmd_produce)
+    p.add_argument("file")
+    p.add_argument("--speed", type=float, default=1.0, help="Time compression (2 = twice as fast as people type).")
+    p.add_argument("--stagger", type=float, default=2.0, help="Seconds between conversation starts.")
+    p.add_argument("--limit", type=int, default=0)
+    p.add_argument("--no-end", action="store_true", help="Do not mark the last message as end of chat.")
+    p = add("tail", cmd_tail)
+    p.add_argument("--from-beginning", action="store_true")
+    p.add_argument("--json", action="store_true", help="Print the whole events.")
+    p.add_argument("--topic")
+    add("mask", cmd_mask)
+    add("schemas", cmd_schemas)
+    p = add("demo", cmd_demo)
+    p.add_argument("--file", default=str(SAMPLES))
+    p.add_argument("--count", type=int, default=8, help="How many sample conversations to replay.")
+    p.add_argument("--speed", type=float, default=3.0)
+    p.add_argument("--stagger", type=float, default=3.0)
+    p.add_argument("--timeout", type=float, default=600.0)
+    p.add_argument("--ready-timeout", type=float, default=600.0)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    args.fn(args)
+
+
+if __name__ == "__main__":
+    main()

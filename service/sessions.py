@@ -1,0 +1,129 @@
+"""Session state and trigger rules: pure functions over a `Session`, no Kafka, no clock of their own.
+
+The worker stores one `Session` per conversation in a changelog-backed Faust table. Every
+trigger bumps `version`; a summary run takes the session as it is when it starts and, once
+published, reports the version it covered back through the control topic. So a burst of
+messages coalesces into one run, and a version above `published` after a crash means a
+summary is still owed: it is run again (at-least-once; consumers dedupe by summary id + version).
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from .contracts import Role, Trigger
+
+SEEN_IDS_KEPT = 512
+
+
+class Message(BaseModel):
+    role: Role
+    text: str = Field(description="Cleaned and masked: the raw text is never stored.")
+    ts: float = Field(description="Sent at, epoch seconds.")
+
+
+class Session(BaseModel):
+    session_id: str
+    partition: int
+    channel: str = "web"
+    messages: list[Message] = []
+    seen_ids: list[str] = []
+    user_messages: int = 0
+    dropped_messages: int = 0
+    version: int = 0
+    published: int = 0
+    trigger: Trigger | None = None
+    trigger_ts: float = 0.0
+    due_at: float = 0.0
+    last_activity: float = 0.0
+    closed: bool = False
+
+    @property
+    def owes_summary(self) -> bool:
+        return self.version > self.published
+
+    @property
+    def finished(self) -> bool:
+        """Closed and nothing owed: the row can be evicted."""
+        return self.closed and not self.owes_summary
+
+    def encode(self) -> bytes:
+        return self.model_dump_json().encode()
+
+    @classmethod
+    def decode(cls, raw: bytes) -> Session:
+        return cls.model_validate_json(raw)
+
+
+class TriggerRules(BaseModel):
+    user_messages: int = 3
+    debounce_s: float = 1.0
+    idle_timeout_s: float = 300.0
+    max_messages: int = 200
+
+
+def _bump(session: Session, trigger: Trigger, trigger_ts: float, due_at: float) -> None:
+    session.version += 1
+    session.trigger = trigger
+    session.trigger_ts = trigger_ts
+    session.due_at = due_at
+
+
+def apply_message(
+    session: Session,
+    *,
+    message_id: str,
+    role: Role,
+    text: str,
+    ts: float,
+    end_of_chat: bool,
+    now: float,
+    rules: TriggerRules,
+) -> bool:
+    """Add one (already masked) message and decide triggers. False when it was a redelivery."""
+    if message_id in session.seen_ids:
+        return False
+    session.seen_ids.append(message_id)
+    del session.seen_ids[:-SEEN_IDS_KEPT]
+    session.closed = False  # a late message reopens a closed, not yet evicted session
+    session.last_activity = now
+    if text:
+        session.messages.append(Message(role=role, text=text, ts=ts))
+        overflow = len(session.messages) - rules.max_messages
+        if overflow > 0:
+            del session.messages[:overflow]
+            session.dropped_messages += overflow
+    if role == "user" and text:
+        session.user_messages += 1
+        if session.user_messages == rules.user_messages:
+            _bump(session, "third_message", ts, now)
+        elif session.user_messages > rules.user_messages:
+            # Debounced: every message of a burst pushes the start back; one run covers them all.
+            _bump(session, "update", ts, now + rules.debounce_s)
+    if end_of_chat:
+        session.closed = True
+        if session.user_messages:
+            _bump(session, "end_of_chat", ts, now)
+    return True
+
+
+def apply_idle(session: Session, *, now: float, rules: TriggerRules) -> bool:
+    """Close a session that has been silent for the idle timeout; summarise it if it has content."""
+    if session.closed or now - session.last_activity < rules.idle_timeout_s:
+        return False
+    session.closed = True
+    if session.user_messages:
+        _bump(session, "idle", now, now)
+    return True
+
+
+def apply_published(session: Session, version: int) -> None:
+    session.published = max(session.published, version)
+
+
+def is_due(session: Session, now: float) -> bool:
+    return session.owes_summary and session.due_at <= now
+
+
+def is_idle(session: Session, now: float, rules: TriggerRules) -> bool:
+    return not session.closed and now - session.last_activity >= rules.idle_timeout_s

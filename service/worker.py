@@ -1,0 +1,323 @@
+"""The Faust worker: `chat.events` -> sessions table -> summarizer -> `chat.summaries`.
+
+Trace of one message:
+1. `_on_message` (the agent) decodes it (`ingest.prepare`: bad input -> `chat.summaries.dlq`),
+   masks its text and applies it to the conversation's `Session` (`sessions.apply_message`),
+   which may bump the session's version (a trigger). The table row is written back, so the
+   changelog has it.
+2. `_tick` (a timer) starts a summary task for every session whose trigger is due, up to
+   `max_inflight` at once; the engine batches them.
+3. `_summarize` publishes a `partial` event when the model has emitted item_id and
+   request_type, then the final `ok` or `fallback` event, then tells the agent through the
+   control topic which version it published, so the table records it (only the agent writes
+   the table: Faust ties table writes to the partition of the event being processed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+import faust
+from faust.types import TP
+
+from . import metrics
+from .contracts import Confidence, SummaryEvent, Timings, summary_id_for
+from .ingest import Prepared, dead_letter, prepare, safe_text
+from .sessions import Session, TriggerRules, apply_idle, apply_message, apply_published
+from .settings import Settings
+from .summarizer import Outcome, Summarizer
+
+log = logging.getLogger("chatsum.worker")
+
+
+def faust_app(settings: Settings, web_enabled: bool = True) -> faust.App:
+    credentials: Any = None
+    if settings.security_protocol != "PLAINTEXT":
+        import ssl
+
+        context = ssl.create_default_context(cafile=settings.ssl_cafile or None)
+        if settings.security_protocol.startswith("SASL"):
+            credentials = faust.SASLCredentials(
+                username=settings.sasl_username,
+                password=settings.sasl_password.get_secret_value(),
+                mechanism=settings.sasl_mechanism,
+                ssl_context=context if settings.security_protocol == "SASL_SSL" else None,
+            )
+        else:
+            credentials = faust.SSLCredentials(context)
+    return faust.App(
+        settings.app_id,
+        broker=[f"kafka://{b.strip()}" for b in settings.bootstrap.split(",")],
+        broker_credentials=credentials,
+        store="memory://",  # the changelog is the durable state; recovery replays it
+        topic_partitions=settings.partitions,
+        topic_replication_factor=settings.replication_factor,
+        table_standby_replicas=0,
+        consumer_auto_offset_reset="earliest",
+        web_enabled=web_enabled,
+        web_port=settings.web_port,
+        web_bind=settings.web_host,
+        web_in_thread=False,
+        autodiscover=False,
+        producer_acks=-1,
+        key_serializer="raw",  # we decode ourselves: a bad event must reach the DLQ, not crash
+        value_serializer="raw",
+    )
+
+
+class ChatsumWorker:
+    """One worker's app, table, topics and in-memory indexes. Build one per process (or test)."""
+
+    def __init__(self, settings: Settings, summarizer: Summarizer, *, model_name: str, web_enabled: bool = True) -> None:
+        self.settings = settings
+        self.summarizer = summarizer
+        self.model_name = model_name
+        self.rules = TriggerRules(
+            user_messages=settings.trigger_user_messages,
+            debounce_s=settings.debounce_s,
+            idle_timeout_s=settings.idle_timeout_s,
+            max_messages=settings.max_transcript_messages,
+        )
+        self.app = faust_app(settings, web_enabled=web_enabled)
+        raw = dict(key_serializer="raw", value_serializer="raw")
+        self.inbound = self.app.topic(settings.topic_events, settings.topic_control, partitions=settings.partitions, **raw)
+        self.control = self.app.topic(settings.topic_control, partitions=settings.partitions, **raw)
+        self.summaries = self.app.topic(settings.topic_summaries, partitions=settings.partitions, **raw)
+        self.dlq = self.app.topic(settings.topic_dlq, partitions=settings.partitions, **raw)
+        self.table = self.app.Table("sessions", default=None, partitions=settings.partitions, key_type=bytes, value_type=bytes)
+        # In-memory views of the table for the timer, rebuilt after every rebalance.
+        self.due: dict[bytes, float] = {}
+        self.last_seen: dict[bytes, float] = {}
+        self.idle_sent: set[bytes] = set()
+        self.inflight: dict[bytes, asyncio.Task[None]] = {}
+        # Highest version started here: its publication reaches the table only when the agent
+        # reads it back from the control topic, and until then the row still says it is owed.
+        self.started: dict[bytes, int] = {}
+        self.recent: list[dict[str, Any]] = []  # last summaries (masked) for the operator page
+        self.app.agent(self.inbound, name="sessions")(self._agent)
+        self.app.timer(settings.tick_s, name="due-summaries")(self._tick)
+        self.app.on_rebalance_complete.connect(self._on_rebalance_complete)
+        self.app.on_partitions_revoked.connect(self._on_partitions_revoked)
+        self.ready = False
+        from . import web
+
+        web.install(self)
+
+    # ---- 1. the agent: the only writer of the table ---------------------------------------
+    async def _agent(self, stream: faust.StreamT) -> None:
+        async for event in stream.events():
+            message = event.message
+            if message.topic == self.settings.topic_control:
+                self._on_control(message.key, message.value)
+            else:
+                await self._on_message(message.key, message.value, message.topic, message.partition, message.offset)
+
+    async def _on_message(self, key: bytes | None, value: bytes | None, topic: str, partition: int, offset: int) -> None:
+        result = prepare(key, value, self.settings.max_text_chars)
+        if not isinstance(result, Prepared):
+            reason, detail = result
+            letter = dead_letter(reason, detail, value, topic, partition, offset)
+            await self.dlq.send(key=safe_text(key or b"", 128).encode(), value=letter.model_dump_json().encode())
+            metrics.DLQ.labels(reason).inc()
+            log.warning("dead letter", extra={"reason": reason, "partition": partition, "offset": offset})
+            return
+        event, sid = result.event, result.event.session_id.encode()
+        metrics.EVENTS.labels(event.role).inc()
+        for kind, n in result.pii.items():
+            metrics.PII_MASKED.labels(kind).inc(n)
+        session = self._load(sid) or Session(session_id=event.session_id, partition=partition, channel=event.channel)
+        before = session.version
+        changed = apply_message(
+            session,
+            message_id=event.message_id,
+            role=event.role,
+            text=result.text,
+            ts=event.timestamp.timestamp(),
+            end_of_chat=event.end_of_chat,
+            now=time.time(),
+            rules=self.rules,
+        )
+        if not changed:
+            metrics.DUPLICATES.inc()
+            return
+        if session.version > before:
+            metrics.TRIGGERS.labels(session.trigger).inc()
+        self._store(sid, session)
+
+    def _on_control(self, key: bytes | None, value: bytes | None) -> None:
+        if key is None or value is None:
+            return
+        session = self._load(key)
+        if session is None:
+            return
+        signal = json.loads(value)
+        if signal["kind"] == "published":
+            apply_published(session, int(signal["version"]))
+        elif signal["kind"] == "idle":
+            self.idle_sent.discard(key)
+            if apply_idle(session, now=time.time(), rules=self.rules) and session.owes_summary:
+                metrics.TRIGGERS.labels("idle").inc()
+        self._store(key, session)
+
+    def _load(self, sid: bytes) -> Session | None:
+        raw = self.table.get(sid)
+        return Session.decode(raw) if raw is not None else None
+
+    def _store(self, sid: bytes, session: Session) -> None:
+        if session.finished:
+            self.table.pop(sid, None)
+            self._forget(sid)
+            metrics.SESSIONS_CLOSED.labels(session.trigger or "none").inc()
+        else:
+            self.table[sid] = session.encode()
+            self._index(sid, session)
+        metrics.SESSIONS_OPEN.set(len(self.last_seen))
+
+    def _index(self, sid: bytes, session: Session) -> None:
+        if session.owes_summary:
+            self.due[sid] = session.due_at
+        else:
+            self.due.pop(sid, None)
+        if session.closed:
+            self.last_seen.pop(sid, None)
+        else:
+            self.last_seen[sid] = session.last_activity
+
+    def _forget(self, sid: bytes) -> None:
+        self.due.pop(sid, None)
+        self.last_seen.pop(sid, None)
+        self.idle_sent.discard(sid)
+        self.started.pop(sid, None)
+
+    # ---- rebalance: rebuild the indexes from the recovered table ---------------------------
+    async def _on_rebalance_complete(self, sender: Any = None, **kwargs: Any) -> None:
+        active = {tp.partition for tp in self.app.assignor.assigned_actives() if tp.topic == self.settings.topic_events}
+        self.due.clear()
+        self.last_seen.clear()
+        for sid, raw in list(self.table.items()):
+            session = Session.decode(raw)
+            if session.partition in active:
+                self._index(sid, session)
+        metrics.SESSIONS_OPEN.set(len(self.last_seen))
+        self.ready = True
+        log.info("rebalance complete", extra={"partitions": sorted(active), "sessions": len(self.last_seen), "owed": len(self.due)})
+
+    def refresh_lag(self) -> None:
+        """Lag of chat.events per owned partition: end offset minus the next offset to read."""
+        consumer = self.app.consumer
+        for tp in self.app.assignor.assigned_actives():
+            if tp.topic != self.settings.topic_events:
+                continue
+            end = consumer.highwater(tp)
+            read = consumer._read_offset.get(tp)  # Faust keeps no public accessor for this
+            if end is not None:
+                metrics.CONSUMER_LAG.labels(str(tp.partition)).set(max(end - (read + 1 if read is not None else 0), 0))
+
+    async def _on_partitions_revoked(self, sender: Any = None, revoked: Iterable[TP] = (), **kwargs: Any) -> None:
+        self.due.clear()
+        self.last_seen.clear()
+
+    # ---- 2. the timer: start due summaries, signal idle sessions --------------------------
+    async def _tick(self) -> None:
+        now = time.time()
+        waiting = 0
+        for sid, due_at in list(self.due.items()):
+            if due_at > now or sid in self.inflight:
+                continue
+            if len(self.inflight) >= self.settings.max_inflight:
+                waiting += 1
+                continue
+            session = self._load(sid)
+            if session is None or not session.owes_summary:
+                self.due.pop(sid, None)
+                continue
+            if session.version <= self.started.get(sid, 0):
+                continue
+            self.started[sid] = session.version
+            self.inflight[sid] = asyncio.ensure_future(self._summarize(sid, session))
+        metrics.LLM_QUEUE.set(waiting)
+        for sid, last in list(self.last_seen.items()):
+            if now - last >= self.rules.idle_timeout_s and sid not in self.idle_sent:
+                self.idle_sent.add(sid)
+                await self.control.send(key=sid, value=b'{"kind":"idle"}')
+        stats = self.summarizer.engine.stats()
+        metrics.KV_CACHE.set(stats.get("kv_cache_usage", 0.0))
+        metrics.VLLM_WAITING.set(stats.get("num_waiting", 0.0))
+        metrics.VLLM_RUNNING.set(stats.get("num_running", 0.0))
+
+    # ---- 3. one summary -----------------------------------------------------------------------
+    async def _summarize(self, sid: bytes, session: Session) -> None:
+        version = session.version
+        metrics.LLM_INFLIGHT.inc()
+        try:
+            async def on_partial(fields: dict[str, str]) -> None:
+                await self._publish(session, 2 * version - 1, "partial", None, fields)
+
+            outcome = await self.summarizer.summarize(session.messages, on_partial=on_partial, request_id=f"{session.session_id}:{version}")
+            metrics.LLM_SECONDS.observe(outcome.llm_ms / 1000)
+            metrics.TOKENS.labels("in").inc(outcome.prompt_tokens)
+            metrics.TOKENS.labels("out").inc(outcome.output_tokens)
+            status = "ok" if outcome.ok else "fallback"
+            await self._publish(session, 2 * version, status, outcome, None)
+            await self.control.send(key=sid, value=json.dumps({"kind": "published", "version": version}).encode())
+        except Exception as exc:
+            self.started.pop(sid, None)  # retried on a later tick
+            log.error("summary failed", extra={"session_id": session.session_id, "version": version, "error": type(exc).__name__})
+        finally:
+            metrics.LLM_INFLIGHT.dec()
+            self.inflight.pop(sid, None)
+
+    async def _publish(
+        self, session: Session, version: int, status: str, outcome: Outcome | None, partial: dict[str, str] | None
+    ) -> None:
+        now = datetime.now(UTC)
+        trigger_at = datetime.fromtimestamp(session.trigger_ts, UTC)
+        fields: dict[str, Any] = dict(partial or {})
+        confidence: Confidence | None = None
+        reason = None
+        if outcome is not None:
+            confidence, reason = outcome.confidence, outcome.fallback_reason
+            if outcome.ok and outcome.fields is not None:
+                fields = outcome.fields.model_dump()
+            else:
+                # A fallback carries no guess: only an excerpt of what the customer last said.
+                last_user = next((m.text for m in reversed(session.messages) if m.role == "user"), "")
+                fields = {"summary_text": last_user[:50] or None}
+        latency_s = (now - trigger_at).total_seconds()
+        event = SummaryEvent(
+            session_id=session.session_id,
+            summary_id=summary_id_for(session.session_id),
+            version=version,
+            trigger=session.trigger or "third_message",
+            status=status,  # type: ignore[arg-type]
+            confidence=confidence,
+            fallback_reason=reason,
+            message_count=len(session.messages) + session.dropped_messages,
+            timings=Timings(
+                trigger_at=trigger_at,
+                published_at=now,
+                latency_ms=round(latency_s * 1000, 1),
+                llm_ms=round(outcome.llm_ms, 1) if outcome else 0.0,
+            ),
+            model=self.model_name,
+            **fields,
+        )
+        await self.summaries.send(key=session.session_id.encode(), value=event.model_dump_json().encode())
+        metrics.SUMMARIES.labels(status).inc()
+        metrics.PUBLISH_LATENCY.labels(status).observe(max(latency_s, 0.0))
+        if status != "partial":
+            if latency_s <= self.settings.sla_s:
+                metrics.WITHIN_SLA.inc()
+            if reason:
+                metrics.FALLBACKS.labels(reason).inc()
+            if confidence is not None:
+                metrics.CONFIDENCE.labels("request_type").observe(confidence.request_type)
+                metrics.CONFIDENCE.labels("sentiment").observe(confidence.sentiment)
+            self.recent = ([event.model_dump(mode="json")] + self.recent)[:50]
+        log.info("published", extra={"session_id": session.session_id, "version": version, "status": status, "latency_ms": event.timings.latency_ms})
