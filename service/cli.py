@@ -74,7 +74,7 @@ def cmd_produce(args: argparse.Namespace) -> None:
 
     settings = Settings()
     conversations = load_conversations(Path(args.file))[: args.limit or None]
-    producer = Producer(settings.kafka_client_config())
+    producer = Producer(settings.producer_config())
     n = replay(producer, settings.topic_events, conversations, Timing(speed=args.speed), args.stagger, not args.no_end)
     print(f"sent {n} events from {len(conversations)} conversations to {settings.topic_events}")
 
@@ -172,7 +172,7 @@ def cmd_demo(args: argparse.Namespace) -> None:
         _wait_ready(env_settings.web_port, worker, args.ready_timeout)
         print(f"\n3/4 worker ready: metrics and operator page on http://127.0.0.1:{env_settings.web_port}/")
         consumer = summaries(env_settings.kafka_client_config(), settings.topic_summaries, None, True)
-        producer = Producer(env_settings.kafka_client_config())
+        producer = Producer(env_settings.producer_config())
         print(f"4/4 replaying {len(conversations)} conversations (speed x{args.speed}); summaries as they arrive:")
         sender = threading.Thread(
             target=replay, args=(producer, settings.topic_events, conversations, Timing(speed=args.speed), args.stagger), daemon=True

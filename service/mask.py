@@ -20,7 +20,10 @@ Design notes
   and last the context-driven street-address and name rules, which stop at
   placeholders already inserted.
 * Placeholders already in the text (``[手机号]``, ``[图片]`` ...) are never
-  matched again and are not counted, so masking is idempotent.
+  matched again and are not counted.
+* Masking is idempotent: a replaced stretch never ends next to an ASCII
+  letter or digit it was glued to, so no placeholder can create a boundary
+  that a second call would see but the first did not.
 """
 
 from __future__ import annotations
@@ -288,7 +291,7 @@ _NAME_BEFORE_PHONE = re.compile(
 )
 _ENGLISH_NAME = re.compile(
     r"(?<![A-Za-z])(?i:my\s+name\s+is|my\s+name's|full\s+name\s*[:：]|name\s*[:：])\s*"
-    r"(?P<name>[A-Z][a-z]{1,20}(?:[ -][A-Z][a-z]{1,20}){0,2})(?![A-Za-z])"
+    r"(?P<name>[A-Z][a-z]{1,20}(?:[ -][A-Z][a-z]{1,20}){0,2})" + _NA
 )
 
 # --- addresses -----------------------------------------------------------
@@ -316,7 +319,7 @@ _ADDR_TAIL = re.compile(
     r"(?:" + _ADDR_CHAR + r"{0,10}?"
     r"(?:[0-9]{1,5}|[A-Za-z])(?:号楼|号院|栋|幢|座|单元|层|楼|室|号|户|房|弄|组))+"
     # A bare room number after a building or unit ("2单元801").
-    r"(?:(?<=[元栋幢楼座层])[0-9]{2,5}(?![0-9]))?"
+    r"(?:(?<=[元栋幢楼座层])[0-9]{2,5}" + _NA + r")?"
 )
 _ADMIN = re.compile(r"省|自治区|市|区|县|旗|镇|乡|街道|村")
 _ROAD = re.compile(r"路|街|大道|巷|胡同|弄")

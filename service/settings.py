@@ -75,6 +75,11 @@ class Settings(BaseSettings):
     web_host: str = "127.0.0.1"
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
+    def producer_config(self) -> dict[str, str]:
+        """Java's partitioner (murmur2), as Faust and every Java client use: the same session id
+        lands on the same partition whichever client produced it."""
+        return self.kafka_client_config() | {"partitioner": "murmur2_random", "enable.idempotence": "true"}
+
     def kafka_client_config(self) -> dict[str, str]:
         """librdkafka (confluent-kafka) settings for admin, producers and consumers."""
         config = {"bootstrap.servers": self.bootstrap, "security.protocol": self.security_protocol}

@@ -100,6 +100,9 @@ class Summarizer:
         except TimeoutError:
             await self.engine.abort(request_id)
             return state.outcome(started, "timeout", cases)
+        except asyncio.CancelledError:
+            await asyncio.shield(self.engine.abort(request_id))
+            raise
         except Exception:
             await self.engine.abort(request_id)
             return state.outcome(started, "engine_error", cases)

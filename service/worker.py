@@ -245,11 +245,20 @@ class ChatsumWorker:
         for sid, last in list(self.last_seen.items()):
             if now - last >= self.rules.idle_timeout_s and sid not in self.idle_sent:
                 self.idle_sent.add(sid)
-                await self.control.send(key=sid, value=b'{"kind":"idle"}')
+                await self._signal(sid, self._partition_of(sid), {"kind": "idle"})
         stats = self.summarizer.engine.stats()
         metrics.KV_CACHE.set(stats.get("kv_cache_usage", 0.0))
         metrics.VLLM_WAITING.set(stats.get("num_waiting", 0.0))
         metrics.VLLM_RUNNING.set(stats.get("num_running", 0.0))
+
+    def _partition_of(self, sid: bytes) -> int | None:
+        session = self._load(sid)
+        return session.partition if session else None
+
+    async def _signal(self, sid: bytes, partition: int | None, signal: dict[str, Any]) -> None:
+        """To the agent, on the partition that holds the session, whatever partitioner the chat
+        producers used: its table row and changelog live there."""
+        await self.control.send(key=sid, value=json.dumps(signal).encode(), partition=partition)
 
     # ---- 3. one summary -----------------------------------------------------------------------
     async def _summarize(self, sid: bytes, session: Session) -> None:
@@ -265,7 +274,7 @@ class ChatsumWorker:
             metrics.TOKENS.labels("out").inc(outcome.output_tokens)
             status = "ok" if outcome.ok else "fallback"
             await self._publish(session, 2 * version, status, outcome, None)
-            await self.control.send(key=sid, value=json.dumps({"kind": "published", "version": version}).encode())
+            await self._signal(sid, session.partition, {"kind": "published", "version": version})
         except Exception as exc:
             self.started.pop(sid, None)  # retried on a later tick
             log.error("summary failed", extra={"session_id": session.session_id, "version": version, "error": type(exc).__name__})

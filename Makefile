@@ -1,0 +1,11 @@
+# The two commands of the README: `make demo` and `make test`.
+.PHONY: setup demo test bench-mask
+
+setup:
+	@scripts/setup.sh
+
+demo: setup
+	.venv/bin/chatsum demo
+
+test: setup
+	.venv/bin/python -m pytest -q
