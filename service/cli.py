@@ -125,6 +125,36 @@ def cmd_schemas(args: argparse.Namespace) -> None:
         print(path)
 
 
+def cmd_eval(args: argparse.Namespace) -> None:
+    """Run the summarizer (the worker's code path, no Kafka) over a labelled JSONL; report."""
+    import asyncio
+
+    from .evaluate import evaluate, print_report
+    from .runtime import build_summarizer, start
+
+    settings = Settings()
+    if args.no_fewshot:
+        settings = settings.model_copy(update={"fewshot_k": 0})
+    if args.model:
+        settings = settings.model_copy(update={"model": args.model})
+
+    async def main() -> dict:
+        summarizer = await start(build_summarizer(settings))
+        try:
+            label = f"{summarizer.engine.model_name}, {'no few-shot' if args.no_fewshot else f'{settings.fewshot_k}-shot retrieval'}"
+            return await evaluate(summarizer, Path(args.file), label, args.concurrency, args.limit)
+        finally:
+            summarizer.engine.shutdown()
+
+    result = asyncio.run(main())
+    result["command"] = "chatsum eval " + " ".join(sys.argv[2:])
+    print_report(result)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    print(f"report written to {out}")
+
+
 def _wait_ready(port: int, proc: subprocess.Popen, timeout_s: float) -> None:
     started = time.monotonic()
     while time.monotonic() - started < timeout_s:
@@ -237,6 +267,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="Print the whole events.")
     p.add_argument("--topic")
     add("mask", cmd_mask)
+    p = add("eval", cmd_eval)
+    p.add_argument("file")
+    p.add_argument("--no-fewshot", action="store_true", help="Without retrieval, for comparison.")
+    p.add_argument("--out", default="eval/report.json")
+    p.add_argument("--limit", type=int, default=0)
+    p.add_argument("--concurrency", type=int, default=16)
+    p.add_argument("--model", help="Model dir or shipped name (qwen2.5-coder-1.5b-instruct); default CHATSUM_MODEL.")
     add("schemas", cmd_schemas)
     p = add("demo", cmd_demo)
     p.add_argument("--file", default=str(SAMPLES))
