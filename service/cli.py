@@ -155,6 +155,29 @@ def cmd_eval(args: argparse.Namespace) -> None:
     print(f"report written to {out}")
 
 
+def cmd_feedback(args: argparse.Namespace) -> None:
+    """Send an agent's verdict on a summary to chat.feedback (confirmed/corrected -> a case)."""
+    from confluent_kafka import Producer
+
+    from .contracts import FeedbackEvent, summary_id_for
+
+    corrected = dict(pair.split("=", 1) for pair in args.set) if args.set else None
+    feedback = FeedbackEvent(
+        summary_id=args.summary_id or summary_id_for(args.session),
+        session_id=args.session,
+        version=args.version,
+        verdict=args.verdict,
+        error_type=args.error_type,
+        corrected=corrected,
+        agent_id=args.agent,
+    )
+    settings = Settings()
+    producer = Producer(settings.producer_config())
+    producer.produce(settings.topic_feedback, key=args.session.encode(), value=feedback.model_dump_json().encode())
+    producer.flush(10)
+    print(f"sent {feedback.verdict} for {feedback.summary_id} v{feedback.version} to {settings.topic_feedback}")
+
+
 def _wait_ready(port: int, proc: subprocess.Popen, timeout_s: float) -> None:
     started = time.monotonic()
     while time.monotonic() - started < timeout_s:
@@ -267,6 +290,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="Print the whole events.")
     p.add_argument("--topic")
     add("mask", cmd_mask)
+    p = add("feedback", cmd_feedback)
+    p.add_argument("session", help="session_id of the conversation")
+    p.add_argument("verdict", choices=["accept", "reject"])
+    p.add_argument("--version", type=int, default=1, help="Summary version the verdict is about.")
+    p.add_argument("--summary-id", help="Default: derived from the session id.")
+    p.add_argument("--error-type", choices=["ID错误", "类型错误", "情绪错误", "摘要冗长"])
+    p.add_argument("--set", action="append", metavar="FIELD=VALUE", help="A corrected field, e.g. request_type=退换货.")
+    p.add_argument("--agent", default="", help="Agent id.")
     p = add("eval", cmd_eval)
     p.add_argument("file")
     p.add_argument("--no-fewshot", action="store_true", help="Without retrieval, for comparison.")

@@ -103,9 +103,9 @@ class CaseIndex:
         self.cases, self.matrix = list(cases), matrix
         self._count()
 
-    def add(self, case: FewShotCase) -> None:
-        """A learned case: replaces the case with the same id, if any."""
-        vector = self.embedder.encode([query_text(case.transcript)]).astype(np.float32)
+    def put(self, case: FewShotCase, vector: np.ndarray) -> None:
+        """A learned case with its embedding: replaces the case with the same id, if any."""
+        vector = vector.astype(np.float32).reshape(1, -1)
         for i, old in enumerate(self.cases):
             if old.case_id == case.case_id:
                 self.cases[i], self.matrix[i] = case, vector[0]
@@ -127,7 +127,10 @@ class CaseIndex:
         if k <= 0 or not self.cases:
             return []
         scores = self.matrix @ vector
-        order = np.argsort(-scores)
+        # Only the best few candidates need sorting: argpartition is O(n), a full sort is not.
+        pool = min(len(scores), max(8 * k, 32) + len(self.excluded))
+        top = np.argpartition(-scores, pool - 1)[:pool] if pool < len(scores) else np.arange(len(scores))
+        order = top[np.argsort(-scores[top])]
         chosen: list[int] = []
         for i in order:
             if self.cases[i].case_id in self.excluded:

@@ -21,9 +21,11 @@ Design notes
   placeholders already inserted.
 * Placeholders already in the text (``[手机号]``, ``[图片]`` ...) are never
   matched again and are not counted.
-* Masking is idempotent: a replaced stretch never ends next to an ASCII
-  letter or digit it was glued to, so no placeholder can create a boundary
-  that a second call would see but the first did not.
+* Masking is idempotent (``mask_text(mask_text(x).text).text`` equals
+  ``mask_text(x).text``; property-tested): a pattern that refuses to match
+  when glued to an ASCII letter or digit is never allowed to end next to
+  one either, so a placeholder cannot open a boundary that only a second
+  call would see, and the context-driven passes run last, on final text.
 """
 
 from __future__ import annotations
@@ -245,8 +247,9 @@ _NAME_STOP = (
     "先女士姐老师傅经理总同阿姨客户会员用买家卖店到去来从往过着对错改换填写姓"
 )
 _NAME_CHAR = r"(?:(?![" + _NAME_STOP + r"])[\u4e00-\u9fff])"
-# Province / big-city names: a name never starts with one, and one right
-# after a name ends it ("收货人李明北京市…").
+# Province / big-city names: one right after a name ends it ("收货人李明北京市…"),
+# and without a strong cue a "name" starting with one is a place ("我是江苏的");
+# after "收货人" it is a person (沈阳兰).
 _PLACES = (
     "北京|天津|上海|重庆|河北|山西|辽宁|吉林|黑龙江|江苏|浙江|安徽|福建|江西|山东|河南"
     "|湖北|湖南|广东|海南|四川|贵州|云南|陕西|甘肃|青海|台湾|内蒙古|广西|西藏|宁夏|新疆"
@@ -254,8 +257,7 @@ _PLACES = (
     "|沈阳|济南|合肥|福州|昆明|南宁|哈尔滨|长春|石家庄|太原|南昌|贵阳|兰州|乌鲁木齐"
 )
 _NAME_BODY = (
-    r"(?P<name>(?!(?:" + _PLACES + r"))"
-    r"(?:(?:" + _SURNAMES_2 + r")|" + _NAME_CHAR + r")"
+    r"(?P<name>(?:(?:" + _SURNAMES_2 + r")|" + _NAME_CHAR + r")"
     r"(?:(?!(?:" + _PLACES + r"))" + _NAME_CHAR + r"){1,2})"
 )
 # Strong cues introduce a name by definition; weak ones ("我是", "本人") also
@@ -429,6 +431,8 @@ def _classify_bare_name(match: re.Match[str]) -> str | None:
     name = match.group("name")
     if name[:2] in _NOT_NAMES or not (name[0] in _SURNAMES_1 or name[:2] in _SURNAMES_2):
         return None
+    if _PLACE_START.match(name):  # "深圳 0755-…" is a city before a phone
+        return None
     return "name"
 
 
@@ -441,7 +445,7 @@ def _mask_names(text: str, counts: dict[str, int]) -> str:
         end = match.end("name")
         nxt = match.string[end : end + 1]
         if match.group("weak") is not None:
-            if not has_surname:
+            if not has_surname or _PLACE_START.match(name):
                 return None
             if nxt and nxt not in _WEAK_FOLLOW and nxt != "[" and _PLACE_START.match(match.string, end) is None:
                 return None

@@ -37,6 +37,8 @@ class Session(BaseModel):
     due_at: float = 0.0
     last_activity: float = 0.0
     closed: bool = False
+    last_fields: dict[str, str] | None = Field(None, description="The last ok summary, for agent feedback.")
+    last_summary_version: int = 0
 
     @property
     def owes_summary(self) -> bool:
@@ -117,8 +119,15 @@ def apply_idle(session: Session, *, now: float, rules: TriggerRules) -> bool:
     return True
 
 
-def apply_published(session: Session, version: int) -> None:
+def apply_published(session: Session, version: int, fields: dict[str, str] | None = None, event_version: int = 0) -> None:
     session.published = max(session.published, version)
+    if fields is not None and event_version >= session.last_summary_version:
+        session.last_fields, session.last_summary_version = fields, event_version
+
+
+def is_expired(session: Session, now: float, feedback_window_s: float) -> bool:
+    """Summarised, closed, and past the window in which an agent may still give feedback."""
+    return session.finished and now - session.last_activity >= feedback_window_s
 
 
 def is_due(session: Session, now: float) -> bool:

@@ -34,6 +34,7 @@ class Settings(BaseSettings):
     topic_dlq: str = "chat.summaries.dlq"
     topic_feedback: str = "chat.feedback"
     topic_control: str = Field("chatsum.control", description="Internal: timer and completion signals.")
+    topic_cases: str = Field("chatsum.cases", description="Learned few-shot cases (compacted, read by every worker).")
 
     # --- Embedded broker (laptop / CI) ---------------------------------------------------------
     broker_data_dir: Path = Field(Path(".cache/broker"), description="Where `chatsum broker` keeps its log.")
@@ -43,6 +44,7 @@ class Settings(BaseSettings):
     debounce_s: float = Field(1.0, ge=0, description="Later customer messages: wait this long for a burst to end.")
     idle_timeout_s: float = Field(300.0, gt=0, description="Summarise and close a session silent this long.")
     tick_s: float = Field(0.1, gt=0, description="How often due summaries and idle sessions are looked for.")
+    feedback_window_s: float = Field(3600.0, ge=0, description="A closed session is kept this long for agent feedback.")
     max_transcript_messages: int = Field(200, ge=10, description="Oldest messages are dropped beyond this.")
     max_text_chars: int = Field(4000, ge=100, description="Longer message texts are cut (and counted).")
 

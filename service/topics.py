@@ -36,6 +36,8 @@ def topic_specs(settings: Settings) -> list[TopicSpec]:
         TopicSpec(settings.topic_dlq, n, week),
         TopicSpec(settings.topic_feedback, n, week),
         TopicSpec(sessions_changelog(settings), n, compact),
+        # One partition: every worker reads all of it, from the start, to build its index.
+        TopicSpec(settings.topic_cases, 1, compact),
     ]
 
 

@@ -27,9 +27,10 @@ import faust
 from faust.types import TP
 
 from . import metrics
-from .contracts import Confidence, SummaryEvent, Timings, summary_id_for
+from .caselog import CaseLog, case_from_feedback
+from .contracts import Confidence, DeadLetterReason, FeedbackEvent, SummaryEvent, Timings, summary_id_for
 from .ingest import Prepared, dead_letter, prepare, safe_text
-from .sessions import Session, TriggerRules, apply_idle, apply_message, apply_published
+from .sessions import Session, TriggerRules, apply_idle, apply_message, apply_published, is_expired
 from .settings import Settings
 from .summarizer import Outcome, Summarizer
 
@@ -86,22 +87,28 @@ class ChatsumWorker:
         )
         self.app = faust_app(settings, web_enabled=web_enabled)
         raw = dict(key_serializer="raw", value_serializer="raw")
-        self.inbound = self.app.topic(settings.topic_events, settings.topic_control, partitions=settings.partitions, **raw)
+        # One agent reads all three: they are keyed and partitioned alike, so a session's events,
+        # its control signals and the agent feedback on it meet on the partition of its row.
+        self.inbound = self.app.topic(
+            settings.topic_events, settings.topic_control, settings.topic_feedback, partitions=settings.partitions, **raw
+        )
         self.control = self.app.topic(settings.topic_control, partitions=settings.partitions, **raw)
         self.summaries = self.app.topic(settings.topic_summaries, partitions=settings.partitions, **raw)
         self.dlq = self.app.topic(settings.topic_dlq, partitions=settings.partitions, **raw)
         self.table = self.app.Table("sessions", default=None, partitions=settings.partitions, key_type=bytes, value_type=bytes)
         # In-memory views of the table for the timer, rebuilt after every rebalance.
-        self.due: dict[bytes, float] = {}
-        self.last_seen: dict[bytes, float] = {}
-        self.idle_sent: set[bytes] = set()
+        self.due: dict[bytes, float] = {}  # owes a summary -> when it may start
+        self.watch: dict[bytes, tuple[float, bool, bool]] = {}  # -> (last activity, closed, finished)
+        self.signalled: set[bytes] = set()  # idle/expire signal sent, not yet read back
         self.inflight: dict[bytes, asyncio.Task[None]] = {}
         # Highest version started here: its publication reaches the table only when the agent
         # reads it back from the control topic, and until then the row still says it is owed.
         self.started: dict[bytes, int] = {}
         self.recent: list[dict[str, Any]] = []  # last summaries (masked) for the operator page
+        self.cases = CaseLog(settings, getattr(summarizer.retriever, "index", None))
         self.app.agent(self.inbound, name="sessions")(self._agent)
         self.app.timer(settings.tick_s, name="due-summaries")(self._tick)
+        self.app.task(self._follow_cases)
         self.app.on_rebalance_complete.connect(self._on_rebalance_complete)
         self.app.on_partitions_revoked.connect(self._on_partitions_revoked)
         self.ready = False
@@ -112,20 +119,24 @@ class ChatsumWorker:
     # ---- 1. the agent: the only writer of the table ---------------------------------------
     async def _agent(self, stream: faust.StreamT) -> None:
         async for event in stream.events():
-            message = event.message
-            if message.topic == self.settings.topic_control:
-                self._on_control(message.key, message.value)
+            m = event.message
+            if m.topic == self.settings.topic_control:
+                self._on_control(m.key, m.value)
+            elif m.topic == self.settings.topic_feedback:
+                await self._on_feedback(m.key, m.value, m.partition, m.offset)
             else:
-                await self._on_message(message.key, message.value, message.topic, message.partition, message.offset)
+                await self._on_message(m.key, m.value, m.topic, m.partition, m.offset)
+
+    async def _dead_letter(self, reason: DeadLetterReason, detail: str, key: bytes | None, value: bytes | None, topic: str, partition: int, offset: int) -> None:
+        letter = dead_letter(reason, detail, value, topic, partition, offset)
+        await self.dlq.send(key=safe_text(key or b"", 128).encode(), value=letter.model_dump_json().encode())
+        metrics.DLQ.labels(reason).inc()
+        log.warning("dead letter", extra={"reason": reason, "topic": topic, "partition": partition, "offset": offset})
 
     async def _on_message(self, key: bytes | None, value: bytes | None, topic: str, partition: int, offset: int) -> None:
         result = prepare(key, value, self.settings.max_text_chars)
         if not isinstance(result, Prepared):
-            reason, detail = result
-            letter = dead_letter(reason, detail, value, topic, partition, offset)
-            await self.dlq.send(key=safe_text(key or b"", 128).encode(), value=letter.model_dump_json().encode())
-            metrics.DLQ.labels(reason).inc()
-            log.warning("dead letter", extra={"reason": reason, "partition": partition, "offset": offset})
+            await self._dead_letter(*result, key, value, topic, partition, offset)
             return
         event, sid = result.event, result.event.session_id.encode()
         metrics.EVENTS.labels(event.role).inc()
@@ -153,60 +164,83 @@ class ChatsumWorker:
     def _on_control(self, key: bytes | None, value: bytes | None) -> None:
         if key is None or value is None:
             return
+        self.signalled.discard(key)
         session = self._load(key)
         if session is None:
             return
         signal = json.loads(value)
+        now = time.time()
         if signal["kind"] == "published":
-            apply_published(session, int(signal["version"]))
+            apply_published(session, int(signal["version"]), signal.get("fields"), int(signal.get("event_version", 0)))
         elif signal["kind"] == "idle":
-            self.idle_sent.discard(key)
-            if apply_idle(session, now=time.time(), rules=self.rules) and session.owes_summary:
+            if apply_idle(session, now=now, rules=self.rules) and session.owes_summary:
                 metrics.TRIGGERS.labels("idle").inc()
         self._store(key, session)
+
+    async def _on_feedback(self, key: bytes | None, value: bytes | None, partition: int, offset: int) -> None:
+        """An agent's verdict: a confirmed or corrected summary becomes a case for every worker."""
+        topic = self.settings.topic_feedback
+        try:
+            feedback = FeedbackEvent.model_validate_json(value or b"")
+        except ValueError as exc:
+            kind = "schema_violation" if value and value.lstrip().startswith(b"{") else "invalid_json"
+            await self._dead_letter(kind, f"feedback: {type(exc).__name__}", key, value, topic, partition, offset)
+            return
+        metrics.FEEDBACK.labels(feedback.verdict, feedback.error_type or "none").inc()
+        session = self._load(feedback.session_id.encode())
+        if session is None:
+            log.warning("feedback for an unknown or expired session", extra={"session_id": feedback.session_id})
+            return
+        case = case_from_feedback(session, feedback)
+        if case is None and feedback.verdict == "reject":
+            await self.cases.exclude(feedback.summary_id)
+        elif case is None:
+            await self._dead_letter("schema_violation", "feedback: corrected fields are not a valid summary", key, value, topic, partition, offset)
+        else:
+            await self.cases.publish(case)
 
     def _load(self, sid: bytes) -> Session | None:
         raw = self.table.get(sid)
         return Session.decode(raw) if raw is not None else None
 
     def _store(self, sid: bytes, session: Session) -> None:
-        if session.finished:
+        if is_expired(session, time.time(), self.settings.feedback_window_s):
             self.table.pop(sid, None)
             self._forget(sid)
             metrics.SESSIONS_CLOSED.labels(session.trigger or "none").inc()
         else:
             self.table[sid] = session.encode()
             self._index(sid, session)
-        metrics.SESSIONS_OPEN.set(len(self.last_seen))
+        metrics.SESSIONS_OPEN.set(sum(not closed for _, closed, _ in self.watch.values()))
 
     def _index(self, sid: bytes, session: Session) -> None:
         if session.owes_summary:
             self.due[sid] = session.due_at
         else:
             self.due.pop(sid, None)
-        if session.closed:
-            self.last_seen.pop(sid, None)
-        else:
-            self.last_seen[sid] = session.last_activity
+        self.watch[sid] = (session.last_activity, session.closed, session.finished)
 
     def _forget(self, sid: bytes) -> None:
         self.due.pop(sid, None)
-        self.last_seen.pop(sid, None)
-        self.idle_sent.discard(sid)
+        self.watch.pop(sid, None)
+        self.signalled.discard(sid)
         self.started.pop(sid, None)
+
+    async def _follow_cases(self) -> None:
+        await self.cases.follow()
 
     # ---- rebalance: rebuild the indexes from the recovered table ---------------------------
     async def _on_rebalance_complete(self, sender: Any = None, **kwargs: Any) -> None:
         active = {tp.partition for tp in self.app.assignor.assigned_actives() if tp.topic == self.settings.topic_events}
         self.due.clear()
-        self.last_seen.clear()
+        self.watch.clear()
         for sid, raw in list(self.table.items()):
             session = Session.decode(raw)
             if session.partition in active:
                 self._index(sid, session)
-        metrics.SESSIONS_OPEN.set(len(self.last_seen))
+        metrics.SESSIONS_OPEN.set(sum(not closed for _, closed, _ in self.watch.values()))
         self.ready = True
-        log.info("rebalance complete", extra={"partitions": sorted(active), "sessions": len(self.last_seen), "owed": len(self.due)})
+        log.info("rebalance complete", extra={"partitions": sorted(active), "sessions": len(self.watch), "owed": len(self.due)})
 
     def refresh_lag(self) -> None:
         """Lag of chat.events per owned partition: end offset minus the next offset to read."""
@@ -221,7 +255,7 @@ class ChatsumWorker:
 
     async def _on_partitions_revoked(self, sender: Any = None, revoked: Iterable[TP] = (), **kwargs: Any) -> None:
         self.due.clear()
-        self.last_seen.clear()
+        self.watch.clear()
 
     # ---- 2. the timer: start due summaries, signal idle sessions --------------------------
     async def _tick(self) -> None:
@@ -242,10 +276,17 @@ class ChatsumWorker:
             self.started[sid] = session.version
             self.inflight[sid] = asyncio.ensure_future(self._summarize(sid, session))
         metrics.LLM_QUEUE.set(waiting)
-        for sid, last in list(self.last_seen.items()):
-            if now - last >= self.rules.idle_timeout_s and sid not in self.idle_sent:
-                self.idle_sent.add(sid)
-                await self._signal(sid, self._partition_of(sid), {"kind": "idle"})
+        for sid, (last, closed, finished) in list(self.watch.items()):
+            if sid in self.signalled:
+                continue
+            if not closed and now - last >= self.rules.idle_timeout_s:
+                kind = "idle"
+            elif finished and now - last >= self.settings.feedback_window_s:
+                kind = "expire"  # the agent drops the row when it reads this back
+            else:
+                continue
+            self.signalled.add(sid)
+            await self._signal(sid, self._partition_of(sid), {"kind": kind})
         stats = self.summarizer.engine.stats()
         metrics.KV_CACHE.set(stats.get("kv_cache_usage", 0.0))
         metrics.VLLM_WAITING.set(stats.get("num_waiting", 0.0))
@@ -274,7 +315,8 @@ class ChatsumWorker:
             metrics.TOKENS.labels("out").inc(outcome.output_tokens)
             status = "ok" if outcome.ok else "fallback"
             await self._publish(session, 2 * version, status, outcome, None)
-            await self._signal(sid, session.partition, {"kind": "published", "version": version})
+            fields = outcome.fields.model_dump() if outcome.ok and outcome.fields else None
+            await self._signal(sid, session.partition, {"kind": "published", "version": version, "fields": fields, "event_version": 2 * version})
         except Exception as exc:
             self.started.pop(sid, None)  # retried on a later tick
             log.error("summary failed", extra={"session_id": session.session_id, "version": version, "error": type(exc).__name__})

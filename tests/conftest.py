@@ -55,6 +55,8 @@ def settings(bootstrap: str) -> Settings:
         topic_dlq=f"{n}.chat.summaries.dlq",
         topic_feedback=f"{n}.chat.feedback",
         topic_control=f"{n}.chatsum.control",
+        topic_cases=f"{n}.chatsum.cases",
+        feedback_window_s=0.0,
         partitions=2,
         debounce_s=0.3,
         web_port=free_port(),
