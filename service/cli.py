@@ -178,6 +178,40 @@ def cmd_feedback(args: argparse.Namespace) -> None:
     print(f"sent {feedback.verdict} for {feedback.summary_id} v{feedback.version} to {settings.topic_feedback}")
 
 
+def cmd_load(args: argparse.Namespace) -> None:
+    """Replay conversations with Poisson arrivals at a target message rate (loopback only)."""
+    from confluent_kafka import Producer
+
+    from .load import LoadPlan, require_loopback, run_load
+    from .replay import load_conversations
+
+    settings = Settings()
+    require_loopback(settings.bootstrap)
+    plan = LoadPlan(rate=args.rate, duration_s=args.duration, mean_gap_s=args.gap)
+    result = run_load(Producer(settings.producer_config()), settings.topic_events, load_conversations(Path(args.file)), plan)
+    print(json.dumps(result))
+
+
+def cmd_bench(args: argparse.Namespace) -> None:
+    """Raw engine vs the service end to end at several loads, and the non-LLM path; JSON report."""
+    import asyncio
+
+    from .bench import run_bench
+
+    levels = [float(x) for x in args.levels.split(",")] if args.levels else []
+    report = asyncio.run(run_bench(Settings(), Path(args.devset), args.conversations, levels, args.duration,
+                                   args.fast_messages, args.skip_raw))
+    report["command"] = "chatsum bench " + " ".join(sys.argv[2:])
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps({k: v for k, v in report.items() if k != "levels"}, ensure_ascii=False, indent=2))
+    for level in report["levels"]:
+        print(f"load {level['fraction_of_capacity']:.0%}: {level['summaries_per_s']} summaries/s, p50 {level['p50_s']}s "
+              f"p95 {level['p95_s']}s p99 {level['p99_s']}s, SLA {level['sla_rate']}, max lag {level['max_lag']}")
+    print(f"report written to {out}")
+
+
 def _wait_ready(port: int, proc: subprocess.Popen, timeout_s: float) -> None:
     started = time.monotonic()
     while time.monotonic() - started < timeout_s:
@@ -298,6 +332,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--error-type", choices=["ID错误", "类型错误", "情绪错误", "摘要冗长"])
     p.add_argument("--set", action="append", metavar="FIELD=VALUE", help="A corrected field, e.g. request_type=退换货.")
     p.add_argument("--agent", default="", help="Agent id.")
+    p = add("load", cmd_load)
+    p.add_argument("--rate", type=float, default=20.0, help="Messages/s on average.")
+    p.add_argument("--duration", type=float, default=60.0, help="Seconds during which conversations start.")
+    p.add_argument("--gap", type=float, default=2.0, help="Mean seconds between messages of a conversation.")
+    p.add_argument("--file", default=str(SAMPLES))
+    p = add("bench", cmd_bench)
+    p.add_argument("--devset", default=str(REPO_ROOT / "eval" / "devset.jsonl"))
+    p.add_argument("--conversations", type=int, default=32, help="Conversations for the raw vs saturation comparison.")
+    p.add_argument("--levels", default="0.25,0.5,0.7,1.0,1.3", help="Load levels as fractions of the measured capacity.")
+    p.add_argument("--duration", type=float, default=30.0, help="Seconds of load per level.")
+    p.add_argument("--fast-messages", type=int, default=20000, help="Messages for the non-LLM path (0 skips it).")
+    p.add_argument("--skip-raw", action="store_true")
+    p.add_argument("--out", default="benchmarks/results/bench-cpu.json")
     p = add("eval", cmd_eval)
     p.add_argument("file")
     p.add_argument("--no-fewshot", action="store_true", help="Without retrieval, for comparison.")

@@ -21,7 +21,7 @@ Sentiment = Literal["愤怒", "焦虑", "中性"]
 Trigger = Literal["third_message", "update", "end_of_chat", "idle"]
 Status = Literal["ok", "partial", "fallback"]
 FallbackReason = Literal[
-    "low_confidence", "timeout", "invented_item_id", "invalid_output", "engine_error", "overload"
+    "low_confidence", "timeout", "invented_item_id", "invalid_output", "engine_error", "overload", "token_budget"
 ]
 DeadLetterReason = Literal["invalid_utf8", "invalid_json", "schema_violation", "missing_key", "key_mismatch"]
 

@@ -79,13 +79,9 @@ class Engine:
     def model_name(self) -> str:
         return self.config.model_dir.name
 
-    def start(self) -> None:
-        """Load the model (blocking, 30-60 s on CPU). Call inside the loop that will use it."""
+    def engine_kwargs(self) -> dict[str, Any]:
+        """Engine arguments, shared by the async engine and the raw `LLM` of `chatsum bench`."""
         _configure_process_env()
-        from transformers import AutoTokenizer
-        from vllm import AsyncEngineArgs
-        from vllm.v1.engine.async_llm import AsyncLLM
-
         kwargs: dict[str, Any] = dict(
             model=str(self.config.model_dir),
             max_model_len=self.config.max_model_len,
@@ -98,8 +94,21 @@ class Engine:
         )
         if self.config.enable_chunked_prefill is not None:
             kwargs["enable_chunked_prefill"] = self.config.enable_chunked_prefill
-        kwargs |= self.config.extra
-        self.tokenizer = AutoTokenizer.from_pretrained(self.config.model_dir)
+        return kwargs | self.config.extra
+
+    def load_tokenizer(self) -> None:
+        from transformers import AutoTokenizer
+
+        if self.tokenizer is None:
+            self.tokenizer = AutoTokenizer.from_pretrained(self.config.model_dir)
+
+    def start(self) -> None:
+        """Load the model (blocking, 30-60 s on CPU). Call inside the loop that will use it."""
+        kwargs = self.engine_kwargs()
+        from vllm import AsyncEngineArgs
+        from vllm.v1.engine.async_llm import AsyncLLM
+
+        self.load_tokenizer()
         self._llm = AsyncLLM.from_engine_args(AsyncEngineArgs(**kwargs))
 
     def render_chat(self, messages: list[dict[str, str]]) -> str:
@@ -112,19 +121,24 @@ class Engine:
         """End offset (in characters of the decoded text) of each token; multi-byte safe."""
         return [len(self.tokenizer.decode(token_ids[: i + 1])) for i in range(len(token_ids))]
 
+    def sampling_params(self, json_schema: dict[str, Any], max_tokens: int, stream: bool = True) -> Any:
+        """Greedy, JSON-schema-constrained, with the sampled tokens' logprobs (computed after the
+        grammar mask, so a forced token reports 0)."""
+        from vllm.sampling_params import RequestOutputKind, SamplingParams, StructuredOutputsParams
+
+        return SamplingParams(
+            temperature=0.0,
+            max_tokens=max_tokens,
+            logprobs=0,
+            structured_outputs=StructuredOutputsParams(json=json_schema),
+            output_kind=RequestOutputKind.DELTA if stream else RequestOutputKind.FINAL_ONLY,
+        )
+
     async def stream(
         self, prompt: str, json_schema: dict[str, Any], request_id: str, max_tokens: int
     ) -> AsyncIterator[Delta]:
-        """Greedy, JSON-schema-constrained; yields deltas with the sampled tokens' logprobs."""
-        from vllm.sampling_params import RequestOutputKind, SamplingParams, StructuredOutputsParams
-
-        params = SamplingParams(
-            temperature=0.0,
-            max_tokens=max_tokens,
-            logprobs=0,  # the sampled token's logprob, computed after the grammar mask
-            structured_outputs=StructuredOutputsParams(json=json_schema),
-            output_kind=RequestOutputKind.DELTA,
-        )
+        """Yields deltas of one request as the engine produces them."""
+        params = self.sampling_params(json_schema, max_tokens)
         async for out in self._llm.generate(prompt, params, request_id=request_id):
             choice = out.outputs[0]
             logprobs = [entry[tid].logprob for tid, entry in zip(choice.token_ids, choice.logprobs or [])]

@@ -35,6 +35,7 @@ CONFIDENCE = Histogram(
 PII_MASKED = Counter("chatsum_pii_masked_total", "Personal data replaced by placeholders, by type.", ["type"], registry=REGISTRY)
 LLM_INFLIGHT = Gauge("chatsum_llm_inflight", "Summaries in the engine now.", registry=REGISTRY)
 LLM_QUEUE = Gauge("chatsum_llm_queue_depth", "Sessions due for a summary and waiting for an engine slot.", registry=REGISTRY)
+STALE_DROPPED = Counter("chatsum_summaries_stale_dropped_total", "Update summaries dropped: newer messages arrived while decoding.", registry=REGISTRY)
 LLM_SECONDS = Histogram("chatsum_llm_seconds", "Time in the engine per summary.", buckets=LATENCY_BUCKETS, registry=REGISTRY)
 TOKENS = Counter("chatsum_llm_tokens_total", "Tokens through the engine.", ["direction"], registry=REGISTRY)
 KV_CACHE = Gauge("chatsum_vllm_kv_cache_usage_ratio", "vLLM KV-cache use (0-1).", registry=REGISTRY)

@@ -39,6 +39,8 @@ class Session(BaseModel):
     closed: bool = False
     last_fields: dict[str, str] | None = Field(None, description="The last ok summary, for agent feedback.")
     last_summary_version: int = 0
+    tokens_used: int = 0
+    tokens_window_start: float = 0.0
 
     @property
     def owes_summary(self) -> bool:
@@ -119,8 +121,14 @@ def apply_idle(session: Session, *, now: float, rules: TriggerRules) -> bool:
     return True
 
 
-def apply_published(session: Session, version: int, fields: dict[str, str] | None = None, event_version: int = 0) -> None:
+def apply_published(
+    session: Session, version: int, fields: dict[str, str] | None = None, event_version: int = 0,
+    tokens: int = 0, now: float = 0.0, budget_window_s: float = 600.0,
+) -> None:
     session.published = max(session.published, version)
+    if now - session.tokens_window_start >= budget_window_s:
+        session.tokens_window_start, session.tokens_used = now, 0
+    session.tokens_used += tokens
     if fields is not None and event_version >= session.last_summary_version:
         session.last_fields, session.last_summary_version = fields, event_version
 
@@ -128,6 +136,12 @@ def apply_published(session: Session, version: int, fields: dict[str, str] | Non
 def is_expired(session: Session, now: float, feedback_window_s: float) -> bool:
     """Summarised, closed, and past the window in which an agent may still give feedback."""
     return session.finished and now - session.last_activity >= feedback_window_s
+
+
+def over_budget(session: Session, now: float, budget: int, window_s: float) -> bool:
+    """Spent its engine tokens for the current window (a long, chatty session): its updates are
+    skipped until the window ends; the end-of-chat summary still runs."""
+    return budget > 0 and now - session.tokens_window_start < window_s and session.tokens_used >= budget
 
 
 def is_due(session: Session, now: float) -> bool:

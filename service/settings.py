@@ -57,6 +57,11 @@ class Settings(BaseSettings):
     max_tokens: int = Field(128, ge=16, description="Output budget of one summary.")
     max_prompt_chars: int = Field(3000, ge=200, description="Transcript beyond this is cut from the start.")
     max_inflight: int = Field(16, ge=1, description="Summaries in the engine at once per worker.")
+    max_queue_wait_s: float = Field(
+        10.0, gt=0, description="A due summary waiting longer for an engine slot is published as an `overload` fallback."
+    )
+    session_token_budget: int = Field(40_000, ge=0, description="Engine tokens one session may use per budget window; 0: no limit.")
+    budget_window_s: float = Field(600.0, gt=0, description="Window of the per-session token budget.")
 
     # --- Summary policy -----------------------------------------------------------------------
     summary_timeout_s: float | None = Field(

@@ -28,9 +28,9 @@ from faust.types import TP
 
 from . import metrics
 from .caselog import CaseLog, case_from_feedback
-from .contracts import Confidence, DeadLetterReason, FeedbackEvent, SummaryEvent, Timings, summary_id_for
+from .contracts import Confidence, DeadLetterReason, FallbackReason, FeedbackEvent, SummaryEvent, Timings, summary_id_for
 from .ingest import Prepared, dead_letter, prepare, safe_text
-from .sessions import Session, TriggerRules, apply_idle, apply_message, apply_published, is_expired
+from .sessions import Session, TriggerRules, apply_idle, apply_message, apply_published, is_expired, over_budget
 from .settings import Settings
 from .summarizer import Outcome, Summarizer
 
@@ -171,7 +171,8 @@ class ChatsumWorker:
         signal = json.loads(value)
         now = time.time()
         if signal["kind"] == "published":
-            apply_published(session, int(signal["version"]), signal.get("fields"), int(signal.get("event_version", 0)))
+            apply_published(session, int(signal["version"]), signal.get("fields"), int(signal.get("event_version", 0)),
+                            int(signal.get("tokens", 0)), now, self.settings.budget_window_s)
         elif signal["kind"] == "idle":
             if apply_idle(session, now=now, rules=self.rules) and session.owes_summary:
                 metrics.TRIGGERS.labels("idle").inc()
@@ -261,20 +262,24 @@ class ChatsumWorker:
     async def _tick(self) -> None:
         now = time.time()
         waiting = 0
-        for sid, due_at in list(self.due.items()):
-            if due_at > now or sid in self.inflight:
-                continue
-            if len(self.inflight) >= self.settings.max_inflight:
-                waiting += 1
-                continue
+        # First summaries and final ones before updates; oldest first within each.
+        ready = sorted(((due_at, sid) for sid, due_at in self.due.items() if due_at <= now and sid not in self.inflight))
+        for due_at, sid in ready:
             session = self._load(sid)
             if session is None or not session.owes_summary:
                 self.due.pop(sid, None)
                 continue
             if session.version <= self.started.get(sid, 0):
                 continue
-            self.started[sid] = session.version
-            self.inflight[sid] = asyncio.ensure_future(self._summarize(sid, session))
+            if session.trigger == "update" and over_budget(session, now, self.settings.session_token_budget, self.settings.budget_window_s):
+                self._start(sid, session, self._fallback(sid, session, "token_budget"))
+            elif len(self.inflight) < self.settings.max_inflight:
+                self._start(sid, session, self._summarize(sid, session))
+            elif now - due_at > self.settings.max_queue_wait_s:
+                # The engine is behind: answer now with a fallback instead of queueing without bound.
+                self._start(sid, session, self._fallback(sid, session, "overload"))
+            else:
+                waiting += 1
         metrics.LLM_QUEUE.set(waiting)
         for sid, (last, closed, finished) in list(self.watch.items()):
             if sid in self.signalled:
@@ -301,6 +306,20 @@ class ChatsumWorker:
         producers used: its table row and changelog live there."""
         await self.control.send(key=sid, value=json.dumps(signal).encode(), partition=partition)
 
+    def _start(self, sid: bytes, session: Session, work: Any) -> None:
+        self.started[sid] = session.version
+        self.inflight[sid] = asyncio.ensure_future(work)
+
+    async def _fallback(self, sid: bytes, session: Session, reason: FallbackReason) -> None:
+        try:
+            await self._publish(session, 2 * session.version, "fallback", Outcome(fields=None, fallback_reason=reason), None)
+            await self._signal(sid, session.partition, {"kind": "published", "version": session.version})
+        except Exception as exc:
+            self.started.pop(sid, None)
+            log.error("fallback failed", extra={"session_id": session.session_id, "error": type(exc).__name__})
+        finally:
+            self.inflight.pop(sid, None)
+
     # ---- 3. one summary -----------------------------------------------------------------------
     async def _summarize(self, sid: bytes, session: Session) -> None:
         version = session.version
@@ -313,10 +332,17 @@ class ChatsumWorker:
             metrics.LLM_SECONDS.observe(outcome.llm_ms / 1000)
             metrics.TOKENS.labels("in").inc(outcome.prompt_tokens)
             metrics.TOKENS.labels("out").inc(outcome.output_tokens)
+            current = self._load(sid)
+            if session.trigger == "update" and current is not None and current.version > version:
+                # Newer messages arrived meanwhile: a summary of them is owed anyway; this one
+                # would be stale on arrival. (First and final summaries are always published.)
+                metrics.STALE_DROPPED.inc()
+                return
             status = "ok" if outcome.ok else "fallback"
             await self._publish(session, 2 * version, status, outcome, None)
             fields = outcome.fields.model_dump() if outcome.ok and outcome.fields else None
-            await self._signal(sid, session.partition, {"kind": "published", "version": version, "fields": fields, "event_version": 2 * version})
+            await self._signal(sid, session.partition, {"kind": "published", "version": version, "fields": fields,
+                                                      "event_version": 2 * version, "tokens": outcome.prompt_tokens + outcome.output_tokens})
         except Exception as exc:
             self.started.pop(sid, None)  # retried on a later tick
             log.error("summary failed", extra={"session_id": session.session_id, "version": version, "error": type(exc).__name__})

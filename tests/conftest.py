@@ -19,7 +19,7 @@ from service.broker import EmbeddedBroker, free_port
 from service.settings import Settings
 from service.summarizer import Summarizer
 from service.topics import ensure_topics
-from service.worker import ChatsumWorker
+from service.harness import RunningWorker  # noqa: F401  (re-exported for the tests)
 
 REPO = Path(__file__).resolve().parent.parent
 _ids = itertools.count()
@@ -72,33 +72,6 @@ async def summarizer() -> AsyncIterator[Summarizer]:
     await start(built)
     yield built
     built.engine.shutdown()
-
-
-class RunningWorker:
-    """A chatsum worker in this process and event loop, sharing the session's engine."""
-
-    def __init__(self, settings: Settings, summarizer: Summarizer) -> None:
-        self.settings = settings
-        self.summarizer = summarizer
-        self.worker: ChatsumWorker | None = None
-
-    async def start(self, timeout_s: float = 60.0) -> ChatsumWorker:
-        ensure_topics(self.settings)
-        self.worker = ChatsumWorker(self.settings, self.summarizer, model_name=self.summarizer.engine.model_name, web_enabled=False)
-        await self.worker.app.start()
-        deadline = time.monotonic() + timeout_s
-        while not self.worker.ready:
-            if time.monotonic() > deadline:
-                raise TimeoutError("worker did not finish its first rebalance")
-            await asyncio.sleep(0.1)
-        return self.worker
-
-    async def stop(self) -> None:
-        if self.worker is not None:
-            for task in list(self.worker.inflight.values()):
-                task.cancel()
-            await self.worker.app.stop()
-            self.worker = None
 
 
 def chat_event(session_id: str, i: int, role: str, text: str, end: bool = False) -> bytes:

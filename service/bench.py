@@ -1,0 +1,263 @@
+"""`chatsum bench`: the service against the raw engine, on the same machine, model and prompts.
+
+1. Raw engine: `vllm.LLM.generate` on the prompts the service builds (same retrieval, same
+   schema, same sampling), all at once: summaries/s and output tokens/s.
+2. Service, end to end through Kafka (embedded broker, in-process worker, same engine
+   settings): saturation (the same conversations at once, one summary each) gives the
+   service/raw ratio; then Poisson load at fractions of that capacity gives trigger->publish
+   p50/p95/p99, SLA rate and consumer lag per level, and the knee where latency turns up.
+3. The non-LLM path alone (ingest, mask, aggregate, publish) with the engine replaced by an
+   instant fallback: messages/s and messages per CPU-second, next to a bare consumer reading
+   the same messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+import resource
+import statistics
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Consumer, Producer
+
+from . import metrics
+from .broker import EmbeddedBroker, free_port
+from .evaluate import load_labelled, masked_turns, percentile
+from .harness import RunningWorker
+from .load import LoadPlan, run_load
+from .prompt import Turn
+from .replay import event_bytes
+from .runtime import build_summarizer, start
+from .settings import Settings
+from .summarizer import OUTPUT_SCHEMA, Outcome, Summarizer
+
+
+def scoped(settings: Settings, tag: str) -> Settings:
+    """Topics and group of their own, so no phase reads another phase's events."""
+    names = ("topic_events", "topic_summaries", "topic_dlq", "topic_feedback", "topic_control", "topic_cases")
+    return settings.model_copy(update={n: f"{tag}.{getattr(settings, n)}" for n in names} | {"app_id": f"{settings.app_id}-{tag}"})
+
+
+def _cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+async def raw_engine(summarizer: Summarizer, conversations: list[dict]) -> dict[str, Any]:
+    from vllm import LLM
+
+    engine = summarizer.engine
+    engine.load_tokenizer()
+    prompts = [(await summarizer.build_prompt(masked_turns(c)))[0] for c in conversations]
+    llm = LLM(**engine.engine_kwargs())
+    params = engine.sampling_params(OUTPUT_SCHEMA, summarizer.policy.max_tokens, stream=False)
+    llm.generate(prompts[:2], params, use_tqdm=False)  # warm-up, as the worker does
+    started = time.perf_counter()
+    outputs = llm.generate(prompts, params, use_tqdm=False)
+    wall = time.perf_counter() - started
+    tokens = sum(len(o.outputs[0].token_ids) for o in outputs)
+    llm.llm_engine.engine_core.shutdown()
+    del llm
+    gc.collect()
+    return {"summaries": len(prompts), "seconds": round(wall, 2), "summaries_per_s": round(len(prompts) / wall, 3),
+            "output_tokens_per_s": round(tokens / wall, 1),
+            "prompt_tokens_mean": round(statistics.mean(len(o.prompt_token_ids) for o in outputs), 1)}
+
+
+def _consumer(settings: Settings, topic: str) -> Consumer:
+    c = Consumer(settings.kafka_client_config() | {"group.id": f"bench-{time.time_ns()}", "auto.offset.reset": "earliest",
+                                                   "enable.auto.commit": False})
+    c.subscribe([topic])
+    return c
+
+
+async def _finals(consumer: Consumer, prefix: str, expected: int | None, until: float) -> list[dict]:
+    """Final (non-partial) summaries of sessions with this prefix, until `expected` or the deadline."""
+    got: dict[str, dict] = {}
+    events: list[dict] = []
+    while time.monotonic() < until and (expected is None or len(got) < expected):
+        msg = await asyncio.to_thread(consumer.poll, 0.2)
+        if msg is None or msg.error():
+            continue
+        event = json.loads(msg.value())
+        if event["session_id"].startswith(prefix) and event["status"] != "partial":
+            events.append(event)
+            if event["trigger"] in ("end_of_chat", "idle"):
+                got[event["session_id"]] = event
+    return events
+
+
+async def saturation(settings: Settings, summarizer: Summarizer, conversations: list[dict]) -> dict[str, Any]:
+    """The bench's conversations produced at once, summarised only at their end: one summary each,
+    on the same prompts as the raw run."""
+    settings = scoped(settings, "sat")
+    only_at_end = settings.model_copy(update={"trigger_user_messages": 10_000, "max_queue_wait_s": 3600.0})
+    running = RunningWorker(only_at_end, summarizer)
+    await running.start()
+    consumer = _consumer(settings, settings.topic_summaries)
+    try:
+        producer = Producer(settings.producer_config())
+        started = time.monotonic()
+        for n, conv in enumerate(conversations):
+            sid = f"sat-{n:04d}"
+            for i, m in enumerate(conv["messages"]):
+                fields = {"session_id": sid, "message_id": f"{sid}-{i}", "role": m["role"], "text": m["text"],
+                          "channel": "web", "end_of_chat": i == len(conv["messages"]) - 1}
+                producer.produce(settings.topic_events, key=sid.encode(), value=event_bytes(fields))
+        producer.flush(30)
+        finals = await _finals(consumer, "sat-", len(conversations), time.monotonic() + 1800)
+        wall = time.monotonic() - started
+    finally:
+        consumer.close()
+        await running.stop()
+    ok = sum(e["status"] == "ok" for e in finals)
+    return {"summaries": len(finals), "ok": ok, "seconds": round(wall, 2), "summaries_per_s": round(len(finals) / wall, 3)}
+
+
+async def load_level(settings: Settings, summarizer: Summarizer, conversations: list[dict], rate: float,
+                     duration_s: float, tag: str) -> dict[str, Any]:
+    settings = scoped(settings, tag)
+    running = RunningWorker(settings, summarizer)
+    worker = await running.start()
+    consumer = _consumer(settings, settings.topic_summaries)
+    lag_samples: list[float] = []
+    stop = asyncio.Event()
+
+    async def sample_lag() -> None:
+        while not stop.is_set():
+            worker.refresh_lag()
+            lag_samples.append(sum(s.value for m in metrics.CONSUMER_LAG.collect() for s in m.samples))
+            await asyncio.sleep(1.0)
+
+    sampler = asyncio.ensure_future(sample_lag())
+    try:
+        plan = LoadPlan(rate=rate, duration_s=duration_s, mean_gap_s=1.5)
+        sent = await asyncio.to_thread(run_load, Producer(settings.producer_config()), settings.topic_events,
+                                       conversations, plan, tag, False)
+        finals = await _finals(consumer, tag, sent["conversations"], time.monotonic() + max(60.0, duration_s * 2))
+    finally:
+        stop.set()
+        await sampler
+        consumer.close()
+        await running.stop()
+    latencies = [e["timings"]["latency_ms"] / 1000 for e in finals]
+    fallbacks: dict[str, int] = {}
+    for e in finals:
+        if e["fallback_reason"]:
+            fallbacks[e["fallback_reason"]] = fallbacks.get(e["fallback_reason"], 0) + 1
+    return {
+        "offered_msgs_per_s": rate, "achieved_msgs_per_s": sent["achieved_rate"], "conversations": sent["conversations"],
+        "summaries": len(finals), "summaries_per_s": round(len(finals) / max(sent["seconds"], 1e-9), 3),
+        "p50_s": round(percentile(latencies, 50), 3), "p95_s": round(percentile(latencies, 95), 3),
+        "p99_s": round(percentile(latencies, 99), 3),
+        "sla_rate": round(sum(x <= settings.sla_s for x in latencies) / len(latencies), 3) if latencies else None,
+        "max_lag": max(lag_samples or [0.0]), "fallbacks": fallbacks,
+    }
+
+
+class _Instant:
+    """The engine disabled: every summary is an immediate fallback (measures everything else)."""
+
+    class engine:
+        model_name = "disabled"
+        ready = True
+
+        @staticmethod
+        def stats() -> dict[str, float]:
+            return {}
+
+    retriever = None
+
+    async def summarize(self, turns: Sequence[Turn], on_partial: Any = None, request_id: str | None = None) -> Outcome:
+        return Outcome(fields=None, fallback_reason="engine_error")
+
+
+async def non_llm_path(settings: Settings, conversations: list[dict], messages: int) -> dict[str, Any]:
+    from .topics import ensure_topics
+
+    settings = scoped(settings, "fast").model_copy(update={"debounce_s": 0.0})
+    ensure_topics(settings)
+    producer = Producer(settings.producer_config() | {"linger.ms": 20, "queue.buffering.max.messages": 1_000_000})
+    n = 0
+    while n < messages:
+        for conv in conversations:
+            sid = f"fast-{n:07d}"
+            for i, m in enumerate(conv["messages"]):
+                fields = {"session_id": sid, "message_id": f"{sid}-{i}", "role": m["role"], "text": m["text"],
+                          "channel": "web", "end_of_chat": i == len(conv["messages"]) - 1}
+                producer.produce(settings.topic_events, key=sid.encode(), value=event_bytes(fields))
+                n += 1
+            producer.poll(0)
+            if n >= messages:
+                break
+    producer.flush(60)
+
+    consumer = _consumer(settings, settings.topic_events)
+    started, cpu0, seen = time.perf_counter(), _cpu_s(), 0
+    while seen < n:
+        batch = consumer.consume(1000, 1.0)
+        seen += sum(1 for m in batch if not m.error())
+    bare = {"msgs_per_s": round(n / (time.perf_counter() - started), 1), "msgs_per_cpu_s": round(n / (_cpu_s() - cpu0), 1)}
+    consumer.close()
+
+    before = sum(s.value for m in metrics.EVENTS.collect() for s in m.samples if s.name.endswith("_total"))
+    running = RunningWorker(settings, _Instant())  # type: ignore[arg-type]
+    started, cpu0 = time.perf_counter(), _cpu_s()
+    await running.start()
+    done = before
+    while done - before < n and time.perf_counter() - started < 600:
+        await asyncio.sleep(0.2)
+        done = sum(s.value for m in metrics.EVENTS.collect() for s in m.samples if s.name.endswith("_total"))
+    wall, cpu = time.perf_counter() - started, _cpu_s() - cpu0
+    await running.stop()
+    processed = done - before
+    return {"messages": n, "processed": int(processed), "seconds": round(wall, 2), "msgs_per_s": round(processed / wall, 1),
+            "msgs_per_cpu_s": round(processed / cpu, 1), "baseline_bare_consumer": bare,
+            "note": "includes the worker's start and first rebalance; CPU time is this process's (worker + Faust)"}
+
+
+async def run_bench(settings: Settings, devset: Path, conversations_n: int, levels: list[float], duration_s: float,
+                    fast_messages: int, skip_raw: bool = False) -> dict[str, Any]:
+    conversations = load_labelled(devset)[:conversations_n]
+    report: dict[str, Any] = {"conversations": len(conversations), "levels": []}
+    with tempfile.TemporaryDirectory() as tmp, EmbeddedBroker(Path(tmp), port=free_port()) as broker:
+        settings = settings.model_copy(update={"bootstrap": broker.bootstrap, "app_id": f"bench{int(time.time())}"})
+        summarizer = build_summarizer(settings)
+        report["model"] = summarizer.engine.model_name
+        if not skip_raw:
+            print("raw engine ...", flush=True)
+            report["raw"] = await raw_engine(summarizer, conversations)
+            print(json.dumps(report["raw"]), flush=True)
+        await start(summarizer)
+        print("service saturation ...", flush=True)
+        report["saturation"] = await saturation(settings, summarizer, conversations)
+        print(json.dumps(report["saturation"]), flush=True)
+        if "raw" in report:
+            report["service_raw_ratio"] = round(report["saturation"]["summaries_per_s"] / report["raw"]["summaries_per_s"], 3)
+        mean_msgs = statistics.mean(len(c["messages"]) for c in load_labelled(devset))
+        # Capacity in messages/s: each conversation needs ~3 summaries (third message, updates
+        # coalesced, end of chat) where saturation gave one per conversation.
+        capacity = report["saturation"]["summaries_per_s"] * mean_msgs / 3
+        report["estimated_capacity_msgs_per_s"] = round(capacity, 2)
+        for fraction in levels:
+            print(f"load {fraction:.0%} of capacity ...", flush=True)
+            level = await load_level(settings, summarizer, load_labelled(devset), capacity * fraction, duration_s,
+                                     f"l{int(fraction * 100)}")
+            level["fraction_of_capacity"] = fraction
+            report["levels"].append(level)
+            print(json.dumps(level), flush=True)
+        summarizer.engine.shutdown()
+        if fast_messages:
+            print("non-LLM path ...", flush=True)
+            report["non_llm_path"] = await non_llm_path(settings, load_labelled(devset), fast_messages)
+    base = report["levels"][0]["p99_s"] if report["levels"] else None
+    knee = next((lv["fraction_of_capacity"] for lv in report["levels"]
+                 if base and (lv["p99_s"] > 2 * base or (lv["sla_rate"] or 0) < 0.5)), None)
+    report["knee_fraction_of_capacity"] = knee
+    return report

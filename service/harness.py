@@ -1,0 +1,38 @@
+"""A worker inside the current process and event loop, sharing an already started engine: for
+the tests and `chatsum bench` (which must not pay for a second engine)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from .settings import Settings
+from .summarizer import Summarizer
+from .topics import ensure_topics
+from .worker import ChatsumWorker
+
+
+class RunningWorker:
+    def __init__(self, settings: Settings, summarizer: Summarizer) -> None:
+        self.settings = settings
+        self.summarizer = summarizer
+        self.worker: ChatsumWorker | None = None
+
+    async def start(self, timeout_s: float = 60.0, web_enabled: bool = False) -> ChatsumWorker:
+        ensure_topics(self.settings)
+        self.worker = ChatsumWorker(self.settings, self.summarizer, model_name=self.summarizer.engine.model_name,
+                                    web_enabled=web_enabled)
+        await self.worker.app.start()
+        deadline = time.monotonic() + timeout_s
+        while not self.worker.ready:
+            if time.monotonic() > deadline:
+                raise TimeoutError("worker did not finish its first rebalance")
+            await asyncio.sleep(0.1)
+        return self.worker
+
+    async def stop(self) -> None:
+        if self.worker is not None:
+            for task in list(self.worker.inflight.values()):
+                task.cancel()
+            await self.worker.app.stop()
+            self.worker = None
