@@ -8,4 +8,5 @@ demo: setup
 	.venv/bin/chatsum demo
 
 test: setup
+	@scripts/install-test-tools.sh
 	.venv/bin/python -m pytest -q

@@ -223,41 +223,55 @@ async def non_llm_path(settings: Settings, conversations: list[dict], messages: 
 
 
 async def run_bench(settings: Settings, devset: Path, conversations_n: int, levels: list[float], duration_s: float,
-                    fast_messages: int, skip_raw: bool = False) -> dict[str, Any]:
+                    fast_messages: int, out: Path, skip_raw: bool = False) -> dict[str, Any]:
+    """Runs the phases in order; the report is rewritten after each, so a cut run keeps what it measured."""
     conversations = load_labelled(devset)[:conversations_n]
     report: dict[str, Any] = {"conversations": len(conversations), "levels": []}
+    t0 = time.monotonic()
+
+    def checkpoint(phase: str) -> None:
+        report.setdefault("phase_seconds", {})[phase] = round(time.monotonic() - t0, 1)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+        print(f"[{time.monotonic() - t0:7.1f}s] {phase}", flush=True)
+
     with tempfile.TemporaryDirectory() as tmp, EmbeddedBroker(Path(tmp), port=free_port()) as broker:
         settings = settings.model_copy(update={"bootstrap": broker.bootstrap, "app_id": f"bench{int(time.time())}"})
         summarizer = build_summarizer(settings)
         report["model"] = summarizer.engine.model_name
-        if not skip_raw:
-            print("raw engine ...", flush=True)
-            report["raw"] = await raw_engine(summarizer, conversations)
-            print(json.dumps(report["raw"]), flush=True)
-        await start(summarizer)
-        print("service saturation ...", flush=True)
-        report["saturation"] = await saturation(settings, summarizer, conversations)
-        print(json.dumps(report["saturation"]), flush=True)
-        if "raw" in report:
-            report["service_raw_ratio"] = round(report["saturation"]["summaries_per_s"] / report["raw"]["summaries_per_s"], 3)
-        mean_msgs = statistics.mean(len(c["messages"]) for c in load_labelled(devset))
-        # Capacity in messages/s: each conversation needs ~3 summaries (third message, updates
-        # coalesced, end of chat) where saturation gave one per conversation.
-        capacity = report["saturation"]["summaries_per_s"] * mean_msgs / 3
-        report["estimated_capacity_msgs_per_s"] = round(capacity, 2)
-        for fraction in levels:
-            print(f"load {fraction:.0%} of capacity ...", flush=True)
-            level = await load_level(settings, summarizer, load_labelled(devset), capacity * fraction, duration_s,
-                                     f"l{int(fraction * 100)}")
-            level["fraction_of_capacity"] = fraction
-            report["levels"].append(level)
-            print(json.dumps(level), flush=True)
-        summarizer.engine.shutdown()
+        checkpoint("prepared")
+        try:
+            await _engine_phases(settings, summarizer, conversations, devset, levels, duration_s, skip_raw, report, checkpoint)
+        finally:
+            summarizer.engine.shutdown()  # a failed phase must not leave the engine core running
         if fast_messages:
-            print("non-LLM path ...", flush=True)
             report["non_llm_path"] = await non_llm_path(settings, load_labelled(devset), fast_messages)
-    base = report["levels"][0]["p99_s"] if report["levels"] else None
-    knee = next((lv["fraction_of_capacity"] for lv in report["levels"]
-                 if base and (lv["p99_s"] > 2 * base or (lv["sla_rate"] or 0) < 0.5)), None)
-    report["knee_fraction_of_capacity"] = knee
+            checkpoint("non-LLM path: " + json.dumps(report["non_llm_path"]))
     return report
+
+
+async def _engine_phases(settings: Settings, summarizer: Summarizer, conversations: list[dict], devset: Path,
+                         levels: list[float], duration_s: float, skip_raw: bool, report: dict[str, Any], checkpoint: Any) -> None:
+    if not skip_raw:
+        report["raw"] = await raw_engine(summarizer, conversations)
+        checkpoint("raw engine: " + json.dumps(report["raw"]))
+    await start(summarizer)
+    checkpoint("service engine started and warm")
+    report["saturation"] = await saturation(settings, summarizer, conversations)
+    if "raw" in report:
+        report["service_raw_ratio"] = round(report["saturation"]["summaries_per_s"] / report["raw"]["summaries_per_s"], 3)
+    mean_msgs = statistics.mean(len(c["messages"]) for c in load_labelled(devset))
+    # Capacity in messages/s: each conversation needs ~3 summaries (third message, updates
+    # coalesced, end of chat) where saturation gave one per conversation.
+    capacity = report["saturation"]["summaries_per_s"] * mean_msgs / 3
+    report["estimated_capacity_msgs_per_s"] = round(capacity, 2)
+    checkpoint("saturation: " + json.dumps(report["saturation"]))
+    for fraction in levels:
+        level = await load_level(settings, summarizer, load_labelled(devset), capacity * fraction, duration_s,
+                                 f"l{int(fraction * 100)}")
+        level["fraction_of_capacity"] = fraction
+        report["levels"].append(level)
+        base = report["levels"][0]["p99_s"]
+        report["knee_fraction_of_capacity"] = next(
+            (lv["fraction_of_capacity"] for lv in report["levels"] if lv["p99_s"] > 2 * base or (lv["sla_rate"] or 0) < 0.5), None)
+        checkpoint(f"load {fraction:.0%}: " + json.dumps(level))

@@ -199,11 +199,10 @@ def cmd_bench(args: argparse.Namespace) -> None:
     from .bench import run_bench
 
     levels = [float(x) for x in args.levels.split(",")] if args.levels else []
-    report = asyncio.run(run_bench(Settings(), Path(args.devset), args.conversations, levels, args.duration,
-                                   args.fast_messages, args.skip_raw))
-    report["command"] = "chatsum bench " + " ".join(sys.argv[2:])
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
+    report = asyncio.run(run_bench(Settings(), Path(args.devset), args.conversations, levels, args.duration,
+                                   args.fast_messages, out, args.skip_raw))
+    report["command"] = "chatsum bench " + " ".join(sys.argv[2:])
     out.write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
     print(json.dumps({k: v for k, v in report.items() if k != "levels"}, ensure_ascii=False, indent=2))
     for level in report["levels"]:

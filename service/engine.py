@@ -41,6 +41,9 @@ def _configure_process_env() -> None:
     else:
         # Not shipped with our CUDA payload; the default sampler needs it.
         os.environ.setdefault("VLLM_USE_FLASHINFER_SAMPLER", "0")
+        # The embedder (torch) may have initialised CUDA in this process already; a forked
+        # engine core then fails with "CUDA error: initialization error".
+        os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", "spawn")
 
 
 @dataclass
@@ -74,6 +77,10 @@ class Engine:
         self._llm: Any = None
         self.tokenizer: Any = None
         self.ready = False
+
+    @property
+    def started(self) -> bool:
+        return self._llm is not None
 
     @property
     def model_name(self) -> str:

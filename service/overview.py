@@ -98,6 +98,8 @@ def _histogram(
     out: dict[str, Any] = {f"p{round(q * 100)}": histogram_quantile(q, buckets) for q in PERCENTILES}
     out["count"] = _num(count)
     out["mean"] = total / count if count else None
+    # A percentile equal to this is only a lower bound: the rank fell in the +Inf bucket.
+    out["max_bucket"] = max((le for le, _ in buckets if not math.isinf(le)), default=None)
     return out
 
 

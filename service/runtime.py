@@ -12,7 +12,7 @@ from .engine import Engine, EngineSettings, is_cpu_build
 from .prompt import Turn
 from .sessions import Message
 from .settings import Settings
-from .summarizer import Retriever, Summarizer, SummaryPolicy
+from .summarizer import OUTPUT_SCHEMA, Retriever, Summarizer, SummaryPolicy
 
 log = logging.getLogger("chatsum.runtime")
 
@@ -59,6 +59,10 @@ async def warm_up(summarizer: Summarizer) -> None:
     started = time.perf_counter()
     policy = summarizer.policy
     timeout, policy.timeout_s = policy.timeout_s, max(policy.timeout_s, 300.0)
+    # One bare request first: a broken engine fails here with its own error, not as a fallback.
+    prompt, _ = await summarizer.build_prompt(WARMUP_TRANSCRIPT)
+    async for _ in summarizer.engine.stream(prompt, OUTPUT_SCHEMA, "warmup-raw", 16):
+        pass
     try:
         outcome = await summarizer.summarize(WARMUP_TRANSCRIPT, request_id="warmup")
     finally:
@@ -79,7 +83,7 @@ def build_summarizer(settings: Settings, engine: Engine | None = None) -> Summar
 
 async def start(summarizer: Summarizer) -> Summarizer:
     """Engine started (blocking: tens of seconds on CPU) and warm."""
-    if summarizer.engine.tokenizer is None:
+    if not summarizer.engine.started:
         summarizer.engine.start()
     await warm_up(summarizer)
     return summarizer

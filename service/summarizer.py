@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 import time
 import uuid
@@ -20,6 +21,7 @@ from .contracts import Confidence, FallbackReason, SummaryFields
 from .engine import Engine
 from .prompt import Case, Turn, build_messages
 
+log = logging.getLogger("chatsum.summarizer")
 OUTPUT_SCHEMA = SummaryFields.model_json_schema()
 # Fields are decoded in schema order, so once `sentiment` starts, item_id and request_type are final.
 _PARTIAL = re.compile(r'^\{"item_id":"((?:[^"\\]|\\.)*)","request_type":"([^"]+)","sentiment"')
@@ -103,7 +105,9 @@ class Summarizer:
         except asyncio.CancelledError:
             await asyncio.shield(self.engine.abort(request_id))
             raise
-        except Exception:
+        except Exception as exc:
+            # The type only: an engine error message may quote the prompt.
+            log.error("engine error", extra={"request_id": request_id, "exc_type": type(exc).__name__})
             await self.engine.abort(request_id)
             return state.outcome(started, "engine_error", cases)
         return self._judge(state, turns, started, cases)

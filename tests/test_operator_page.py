@@ -60,7 +60,7 @@ async def test_overview_of_an_empty_registry_has_no_rates_or_percentiles():
     data = overview(small_registry()[0])
     assert data["summaries"] == {"total": 0, "final": 0, "by_status": {}}
     assert data["sla_rate"] is None
-    assert data["latency_s"] == {"p50": None, "p95": None, "p99": None, "count": 0, "mean": None}
+    assert data["latency_s"] == {"p50": None, "p95": None, "p99": None, "count": 0, "mean": None, "max_bucket": None}
     assert data["consumer_lag"] == {"total": 0, "by_partition": {}}
     assert data["model"] is None
     json.dumps(data)  # what the endpoint returns must serialise
@@ -99,6 +99,7 @@ async def test_overview_totals_sla_rate_latency_and_breakdowns():
     assert lat["p50"] == pytest.approx(1.0)
     # rank 9.5: in the +Inf bucket (cumulative 9 -> 10): the highest finite bound, as PromQL
     assert lat["p95"] == pytest.approx(30.0) and lat["p99"] == pytest.approx(30.0)
+    assert lat["max_bucket"] == 30.0  # the page shows "≥ 30.00 s": a lower bound
     assert data["partial_latency_s"]["count"] == 1 and data["partial_latency_s"]["p50"] == pytest.approx(0.05)
     assert data["fallbacks"] == {"timeout": 2} and data["dlq"] == {"invalid_json": 3}
     assert data["consumer_lag"] == {"total": 12, "by_partition": {"0": 7, "1": 4, "10": 1}}
@@ -143,10 +144,13 @@ async def test_recent_rows_keep_only_table_fields():
 
 # ---- the page in a real browser ------------------------------------------------------------------
 
-def js_secs(x: float | None) -> str:
-    """The page's `secs()`: JavaScript's Math.round and toFixed (half up), in Python."""
+def js_secs(x: float | None, cap: float | None = None) -> str:
+    """The page's `secs()`: JavaScript's Math.round and toFixed (half up), in Python; "≥ " when
+    the value is the last bucket's bound (a percentile that fell in the +Inf bucket)."""
     if x is None:
         return "—"
+    if cap is not None and x >= cap:
+        return "≥ " + js_secs(x)
     if x < 1:
         return f"{math.floor(x * 1000 + 0.5)} ms"
     return f"{Decimal(x).quantize(Decimal('0.01'), ROUND_HALF_UP)} s"
@@ -264,7 +268,7 @@ async def test_operator_page_in_chromium(settings, summarizer):
                 assert await text("#events-total") == f"{api['events']['total']:,.0f}"
                 assert await text("#sla-rate") == js_pct(within / final_count)
                 for key in ("p50", "p95", "p99"):
-                    assert await text(f"#lat-{key}") == js_secs(api["latency_s"][key])
+                    assert await text(f"#lat-{key}") == js_secs(api["latency_s"][key], api["latency_s"]["max_bucket"])
                     assert float(await page.locator(f"#lat-{key}").get_attribute("data-value")) == pytest.approx(api["latency_s"][key])
                 assert await text("#sessions-open") == f"{api['sessions_open']:,.0f}"
                 assert await text("#model") == api["model"] == summarizer.engine.model_name
