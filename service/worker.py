@@ -52,11 +52,14 @@ def faust_app(settings: Settings, web_enabled: bool = True) -> faust.App:
             )
         else:
             credentials = faust.SSLCredentials(context)
+    datadir = settings.cache_dir / "faust" / settings.app_id
+    datadir.mkdir(parents=True, exist_ok=True)
     return faust.App(
         settings.app_id,
         broker=[f"kafka://{b.strip()}" for b in settings.bootstrap.split(",")],
         broker_credentials=credentials,
         store="memory://",  # the changelog is the durable state; recovery replays it
+        datadir=str(datadir),  # not the current directory
         topic_partitions=settings.partitions,
         topic_replication_factor=settings.replication_factor,
         table_standby_replicas=0,
@@ -262,13 +265,17 @@ class ChatsumWorker:
     async def _tick(self) -> None:
         now = time.time()
         waiting = 0
-        # First summaries and final ones before updates; oldest first within each.
-        ready = sorted(((due_at, sid) for sid, due_at in self.due.items() if due_at <= now and sid not in self.inflight))
-        for due_at, sid in ready:
+        candidates = []
+        for sid, due_at in list(self.due.items()):
+            if due_at > now or sid in self.inflight:
+                continue
             session = self._load(sid)
             if session is None or not session.owes_summary:
                 self.due.pop(sid, None)
                 continue
+            candidates.append((session.trigger == "update", due_at, sid, session))
+        # First summaries and final ones before updates; oldest first within each.
+        for _, due_at, sid, session in sorted(candidates, key=lambda c: c[:3]):
             if session.version <= self.started.get(sid, 0):
                 continue
             if session.trigger == "update" and over_budget(session, now, self.settings.session_token_budget, self.settings.budget_window_s):

@@ -98,15 +98,20 @@ def _worker_env(settings) -> dict[str, str]:
         if value is not None and not isinstance(value, dict):
             env[f"CHATSUM_{name.upper()}"] = str(value)
     env["CHATSUM_LOG_LEVEL"] = "WARNING"
+    # The test session's own engine holds its share of RAM already: ask for less.
+    env["CHATSUM_GPU_MEMORY_UTILIZATION"] = "0.15"
     return env
 
 
-def _start_worker_process(settings, timeout_s: float = 600) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-m", "service.cli", "worker"], env=_worker_env(settings), start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def _start_worker_process(settings, log_path, timeout_s: float = 600) -> subprocess.Popen:
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "service.cli", "worker"], env=_worker_env(settings), start_new_session=True,
+                                stdout=log, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        assert proc.poll() is None, "the worker process died while starting"
+        if proc.poll() is not None:
+            tail = log_path.read_text(errors="replace")[-3000:]
+            raise AssertionError(f"the worker process died while starting:\n{tail}")
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{settings.web_port}/ready", timeout=1) as r:
                 if r.status == 200:
@@ -117,12 +122,12 @@ def _start_worker_process(settings, timeout_s: float = 600) -> subprocess.Popen:
 
 
 @pytestmark_async
-async def test_kill_9_mid_stream_then_restart_every_conversation_gets_its_final_summary(settings):
+async def test_kill_9_mid_stream_then_restart_every_conversation_gets_its_final_summary(settings, tmp_path):
     """A real `chatsum worker` process (with its own engine) is SIGKILLed while summaries are in
     flight; a new process recovers the table from the changelog and finishes every conversation."""
     conversations = SAMPLES[:4]
     p = producer(settings)
-    first = await asyncio.to_thread(_start_worker_process, settings)
+    first = await asyncio.to_thread(_start_worker_process, settings, tmp_path / "worker-1.log")
     try:
         for conv in conversations:
             sid = conv["session_id"]
@@ -133,7 +138,7 @@ async def test_kill_9_mid_stream_then_restart_every_conversation_gets_its_final_
     finally:
         os.killpg(first.pid, signal.SIGKILL)
         first.wait()
-    second = await asyncio.to_thread(_start_worker_process, settings)
+    second = await asyncio.to_thread(_start_worker_process, settings, tmp_path / "worker-2.log")
     try:
         for conv in conversations:
             sid = conv["session_id"]
