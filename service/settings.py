@@ -27,6 +27,9 @@ class Settings(BaseSettings):
     sasl_password: SecretStr = SecretStr("")
     ssl_cafile: str = Field("", description="CA bundle for TLS to the brokers; empty: system CAs.")
     app_id: str = Field("chatsum", description="Faust app id: consumer group and changelog prefix.")
+    instance_id: str = Field(
+        "", description="Static group membership (e.g. the pod name): a restarted worker takes its partitions back at once."
+    )
     partitions: int = Field(4, ge=1, description="Partitions of every chatsum topic (created up front).")
     replication_factor: int = Field(1, ge=1)
     topic_events: str = "chat.events"

@@ -64,6 +64,9 @@ def faust_app(settings: Settings, web_enabled: bool = True) -> faust.App:
         topic_replication_factor=settings.replication_factor,
         table_standby_replicas=0,
         consumer_auto_offset_reset="earliest",
+        # Without it a crashed worker's partitions wait for its session to expire (and the
+        # embedded broker never expires one); with it, its restart rejoins in place.
+        consumer_group_instance_id=settings.instance_id or None,
         web_enabled=web_enabled,
         web_port=settings.web_port,
         web_bind=settings.web_host,

@@ -3,6 +3,7 @@ any Kafka with `pytest tests/test_broker_conformance.py --bootstrap HOST:PORT`."
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -121,3 +122,35 @@ def test_end_offsets_are_exact_after_many_batches(settings):
     low, high = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
     c.close()
     assert (low, high) == (0, 35)
+
+
+def test_a_restarted_static_member_takes_its_partitions_back_at_once(settings):
+    """A worker killed with -9 and restarted with the same CHATSUM_INSTANCE_ID must get its
+    partitions back without waiting for the dead session to expire (the embedded broker never
+    expires one; Kafka waits session.timeout)."""
+    import subprocess
+    import sys
+
+    ensure_topics(settings)
+    config = settings.kafka_client_config() | {"group.id": "conf-static", "group.instance.id": "member-1",
+                                               "session.timeout.ms": 6000, "heartbeat.interval.ms": 500}
+    child = subprocess.Popen([sys.executable, "-c", (
+        "import sys, json, time\n"
+        "from confluent_kafka import Consumer\n"
+        f"c = Consumer(json.loads({json.dumps(json.dumps(config))}))\n"
+        f"c.subscribe([{settings.topic_events!r}])\n"
+        "t = time.time()\n"
+        "while not c.assignment() and time.time() - t < 20: c.poll(0.2)\n"
+        "print('assigned', flush=True)\n"
+        "time.sleep(60)\n")], stdout=subprocess.PIPE, text=True)
+    assert child.stdout.readline().strip() == "assigned"
+    child.kill()
+    child.wait()
+    c = Consumer(config)
+    c.subscribe([settings.topic_events])
+    deadline = time.monotonic() + 10
+    while not c.assignment() and time.monotonic() < deadline:
+        c.poll(0.2)
+    got = len(c.assignment())
+    c.close()
+    assert got == settings.partitions

@@ -100,6 +100,7 @@ def _worker_env(settings) -> dict[str, str]:
     env["CHATSUM_LOG_LEVEL"] = "WARNING"
     # The test session's own engine holds its share of RAM already: ask for less.
     env["CHATSUM_GPU_MEMORY_UTILIZATION"] = "0.15"
+    env["CHATSUM_INSTANCE_ID"] = "worker-a"  # the restarted process is the same member
     return env
 
 
@@ -150,7 +151,10 @@ async def test_kill_9_mid_stream_then_restart_every_conversation_gets_its_final_
             e["session_id"] for e in es if e["trigger"] == "end_of_chat" and e["status"] != "partial"}, 300)
     finally:
         os.killpg(second.pid, signal.SIGTERM)
-        second.wait(60)
+        try:
+            second.wait(60)
+        finally:
+            os.killpg(second.pid, signal.SIGKILL) if second.poll() is None else None
     finals = {e["session_id"]: e for e in events if e["trigger"] == "end_of_chat" and e["status"] != "partial"}
     assert set(finals) == wanted
     for conv in conversations:
