@@ -92,6 +92,17 @@ async def test_hostile_events_go_to_the_dlq_and_the_stream_keeps_flowing(setting
     assert worker.app.agents  # still running after the hostile batch
 
 
+async def finish(settings, p, conversations: list[dict]) -> list[dict]:
+    """Send each conversation's last message (end of chat) and wait for every final summary."""
+    for conv in conversations:
+        sid, i = conv["session_id"], len(conv["messages"]) - 1
+        p.produce(settings.topic_events, key=sid.encode(), value=chat_event(sid, i, conv["messages"][i]["role"], conv["messages"][i]["text"], True))
+    p.flush(10)
+    wanted = {c["session_id"] for c in conversations}
+    return await collect(settings, settings.topic_summaries, lambda es: wanted <= {
+        e["session_id"] for e in es if e["trigger"] == "end_of_chat" and e["status"] != "partial"}, 300)
+
+
 def _worker_env(settings) -> dict[str, str]:
     env = dict(os.environ)
     for name, value in settings.model_dump(mode="json").items():
@@ -141,14 +152,7 @@ async def test_kill_9_mid_stream_then_restart_every_conversation_gets_its_final_
         first.wait()
     second = await asyncio.to_thread(_start_worker_process, settings, tmp_path / "worker-2.log")
     try:
-        for conv in conversations:
-            sid = conv["session_id"]
-            i = len(conv["messages"]) - 1
-            p.produce(settings.topic_events, key=sid.encode(), value=chat_event(sid, i, conv["messages"][i]["role"], conv["messages"][i]["text"], True))
-        p.flush(10)
-        wanted = {c["session_id"] for c in conversations}
-        events = await collect(settings, settings.topic_summaries, lambda es: wanted <= {
-            e["session_id"] for e in es if e["trigger"] == "end_of_chat" and e["status"] != "partial"}, 300)
+        events = await finish(settings, p, conversations)
     finally:
         os.killpg(second.pid, signal.SIGTERM)
         try:
@@ -156,7 +160,7 @@ async def test_kill_9_mid_stream_then_restart_every_conversation_gets_its_final_
         finally:
             os.killpg(second.pid, signal.SIGKILL) if second.poll() is None else None
     finals = {e["session_id"]: e for e in events if e["trigger"] == "end_of_chat" and e["status"] != "partial"}
-    assert set(finals) == wanted
+    assert set(finals) == {c["session_id"] for c in conversations}
     for conv in conversations:
         assert finals[conv["session_id"]]["message_count"] == len(conv["messages"])
     copies = Counter((e["summary_id"], e["version"]) for e in events)
@@ -182,18 +186,11 @@ async def test_two_workers_and_a_rebalance_lose_nothing(settings, summarizer):
     await asyncio.sleep(3)
     await b.stop()
     try:
-        for conv in conversations:
-            sid = conv["session_id"]
-            i = len(conv["messages"]) - 1
-            p.produce(settings.topic_events, key=sid.encode(), value=chat_event(sid, i, conv["messages"][i]["role"], conv["messages"][i]["text"], True))
-        p.flush(10)
-        wanted = {c["session_id"] for c in conversations}
-        events = await collect(settings, settings.topic_summaries, lambda es: wanted <= {
-            e["session_id"] for e in es if e["trigger"] == "end_of_chat" and e["status"] != "partial"}, 300)
+        events = await finish(settings, p, conversations)
     finally:
         await a.stop()
     finals = {e["session_id"]: e for e in events if e["trigger"] == "end_of_chat" and e["status"] != "partial"}
-    assert set(finals) == wanted
+    assert set(finals) == {c["session_id"] for c in conversations}
     for conv in conversations:
         assert finals[conv["session_id"]]["message_count"] == len(conv["messages"])
 
