@@ -26,7 +26,7 @@ from typing import Any
 import faust
 from faust.types import TP
 
-from . import metrics
+from . import metrics, web
 from .caselog import CaseLog, case_from_feedback
 from .contracts import Confidence, DeadLetterReason, FallbackReason, FeedbackEvent, SummaryEvent, Timings, summary_id_for
 from .ingest import Prepared, dead_letter, prepare, safe_text
@@ -118,8 +118,6 @@ class ChatsumWorker:
         self.app.on_rebalance_complete.connect(self._on_rebalance_complete)
         self.app.on_partitions_revoked.connect(self._on_partitions_revoked)
         self.ready = False
-        from . import web
-
         web.install(self)
 
     # ---- 1. the agent: the only writer of the table ---------------------------------------
