@@ -32,7 +32,7 @@ from .evaluate import load_labelled, masked_turns, percentile
 from .harness import RunningWorker
 from .load import LoadPlan, run_load
 from .prompt import Turn
-from .replay import event_bytes
+from .replay import event_bytes, summaries
 from .runtime import build_summarizer, start
 from .settings import Settings
 from .summarizer import OUTPUT_SCHEMA, Outcome, Summarizer
@@ -70,13 +70,6 @@ async def raw_engine(summarizer: Summarizer, conversations: list[dict]) -> dict[
             "prompt_tokens_mean": round(statistics.mean(len(o.prompt_token_ids) for o in outputs), 1)}
 
 
-def _consumer(settings: Settings, topic: str) -> Consumer:
-    c = Consumer(settings.kafka_client_config() | {"group.id": f"bench-{time.time_ns()}", "auto.offset.reset": "earliest",
-                                                   "enable.auto.commit": False})
-    c.subscribe([topic])
-    return c
-
-
 async def _finals(consumer: Consumer, prefix: str, expected: int | None, until: float) -> list[dict]:
     """Final (non-partial) summaries of sessions with this prefix, until `expected` or the deadline."""
     got: dict[str, dict] = {}
@@ -100,7 +93,7 @@ async def saturation(settings: Settings, summarizer: Summarizer, conversations: 
     only_at_end = settings.model_copy(update={"trigger_user_messages": 10_000, "max_queue_wait_s": 3600.0})
     running = RunningWorker(only_at_end, summarizer)
     await running.start()
-    consumer = _consumer(settings, settings.topic_summaries)
+    consumer = summaries(settings.kafka_client_config(), settings.topic_summaries, None, True)
     try:
         producer = Producer(settings.producer_config())
         started = time.monotonic()
@@ -125,7 +118,7 @@ async def load_level(settings: Settings, summarizer: Summarizer, conversations: 
     settings = scoped(settings, tag)
     running = RunningWorker(settings, summarizer)
     worker = await running.start()
-    consumer = _consumer(settings, settings.topic_summaries)
+    consumer = summaries(settings.kafka_client_config(), settings.topic_summaries, None, True)
     lag_samples: list[float] = []
     stop = asyncio.Event()
 
@@ -198,7 +191,7 @@ async def non_llm_path(settings: Settings, conversations: list[dict], messages: 
                 break
     producer.flush(60)
 
-    consumer = _consumer(settings, settings.topic_events)
+    consumer = summaries(settings.kafka_client_config(), settings.topic_events, None, True)
     started, cpu0, seen = time.perf_counter(), _cpu_s(), 0
     while seen < n:
         batch = consumer.consume(1000, 1.0)
