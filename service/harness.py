@@ -4,6 +4,7 @@ the tests and `chatsum bench` (which must not pay for a second engine)."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 
 from .settings import Settings
@@ -12,9 +13,14 @@ from .topics import ensure_topics
 from .worker import ChatsumWorker
 
 
+_members = itertools.count(1)
+
+
 class RunningWorker:
     def __init__(self, settings: Settings, summarizer: Summarizer) -> None:
-        self.settings = settings
+        # Several in one process share a host and (web disabled) a port: each needs its own member id.
+        self.settings = settings if settings.instance_id else settings.model_copy(
+            update={"instance_id": f"{settings.app_id}-inproc-{next(_members)}"})
         self.summarizer = summarizer
         self.worker: ChatsumWorker | None = None
 

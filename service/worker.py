@@ -64,9 +64,10 @@ def faust_app(settings: Settings, web_enabled: bool = True) -> faust.App:
         topic_replication_factor=settings.replication_factor,
         table_standby_replicas=0,
         consumer_auto_offset_reset="earliest",
-        # Without it a crashed worker's partitions wait for its session to expire (and the
-        # embedded broker never expires one); with it, its restart rejoins in place.
-        consumer_group_instance_id=settings.instance_id or None,
+        # Static membership: a crashed worker's restart rejoins in place instead of waiting for
+        # its old session to expire, and a member that rejoins after a generation error keeps
+        # its place. (The embedded broker never expires a dead member and elects it leader.)
+        consumer_group_instance_id=settings.group_instance_id(),
         web_enabled=web_enabled,
         web_port=settings.web_port,
         web_bind=settings.web_host,
@@ -117,6 +118,7 @@ class ChatsumWorker:
         self.app.task(self._follow_cases)
         self.app.on_rebalance_complete.connect(self._on_rebalance_complete)
         self.app.on_partitions_revoked.connect(self._on_partitions_revoked)
+        self.app.on_before_shutdown.connect(self._leave_group_on_stop)
         self.ready = False
         web.install(self)
 
@@ -246,6 +248,17 @@ class ChatsumWorker:
         metrics.SESSIONS_OPEN.set(sum(not closed for _, closed, _ in self.watch.values()))
         self.ready = True
         log.info("rebalance complete", extra={"partitions": sorted(active), "sessions": len(self.watch), "owed": len(self.due)})
+
+    async def _leave_group_on_stop(self, sender: Any = None, **kwargs: Any) -> None:
+        """A static member does not send LeaveGroup when it closes (KIP-345), so its partitions
+        would wait out its session. A graceful stop hands them over at once: without the static
+        id aiokafka sends the LeaveGroup (by member id, which Kafka honours for static members)."""
+        aiokafka_consumer = getattr(getattr(self.app.consumer, "_thread", None), "_consumer", None)
+        coordinator = getattr(aiokafka_consumer, "_coordinator", None)
+        if coordinator is None or not hasattr(coordinator, "_group_instance_id"):
+            log.warning("cannot leave the group on stop: partitions move after the session timeout")
+            return
+        coordinator._group_instance_id = None
 
     def refresh_lag(self) -> None:
         """Lag of chat.events per owned partition: end offset minus the next offset to read."""

@@ -168,10 +168,6 @@ async def test_kill_9_mid_stream_then_restart_every_conversation_gets_its_final_
     assert all(n <= 2 for n in copies.values())
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "OPEN DEFECT, seen 2026-11-30 on the embedded noida-db broker: after the second worker leaves, "
-    "the first never publishes the remaining finals within 300 s (OffsetCommit IllegalGenerationError, "
-    "then silence). Not yet diagnosed; kept running so a fix shows up as XPASS."))
 @pytestmark_async
 async def test_two_workers_and_a_rebalance_lose_nothing(settings, summarizer):
     """Two workers in one group split the partitions; one leaves mid-stream; the other takes
@@ -199,10 +195,6 @@ async def test_two_workers_and_a_rebalance_lose_nothing(settings, summarizer):
         assert finals[conv["session_id"]]["message_count"] == len(conv["messages"])
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "OPEN DEFECT, seen 2026-11-30: after a SIGKILL and restart of the embedded broker the in-process "
-    "worker did not publish the conversation's final summary within 240 s. Not yet diagnosed "
-    "(broker persistence vs aiokafka reconnect); kept running so a fix shows up as XPASS."))
 @pytestmark_async
 async def test_the_worker_recovers_by_itself_from_a_broker_restart(settings, summarizer, tmp_path):
     port = free_port()
