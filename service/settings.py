@@ -49,7 +49,7 @@ class Settings(BaseSettings):
     trigger_user_messages: int = Field(3, ge=1, description="The customer's Nth message starts the first summary.")
     debounce_s: float = Field(1.0, ge=0, description="Later customer messages: wait this long for a burst to end.")
     idle_timeout_s: float = Field(300.0, gt=0, description="Summarise and close a session silent this long.")
-    tick_s: float = Field(0.1, gt=0, description="How often due summaries and idle sessions are looked for.")
+    tick_s: float = Field(0.1, gt=0, description="How often due summaries are looked for, besides when one ends or falls due.")
     feedback_window_s: float = Field(3600.0, ge=0, description="A closed session is kept this long for agent feedback.")
     max_transcript_messages: int = Field(200, ge=10, description="Oldest messages are dropped beyond this.")
     max_text_chars: int = Field(4000, ge=100, description="Longer message texts are cut (and counted).")

@@ -16,6 +16,7 @@ Trace of one message:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -74,6 +75,9 @@ def faust_app(settings: Settings, web_enabled: bool = True) -> faust.App:
         web_in_thread=False,
         autodiscover=False,
         producer_acks=-1,
+        # Batches changelog writes, summaries and control signals: about twice the events/s for a
+        # few ms on a publish that waits seconds for the engine anyway.
+        producer_linger_ms=5,
         key_serializer="raw",  # we decode ourselves: a bad event must reach the DLQ, not crash
         value_serializer="raw",
     )
@@ -103,9 +107,13 @@ class ChatsumWorker:
         self.summaries = self.app.topic(settings.topic_summaries, partitions=settings.partitions, **raw)
         self.dlq = self.app.topic(settings.topic_dlq, partitions=settings.partitions, **raw)
         self.table = self.app.Table("sessions", default=None, partitions=settings.partitions, key_type=bytes, value_type=bytes)
-        # In-memory views of the table for the timer, rebuilt after every rebalance.
-        self.due: dict[bytes, float] = {}  # owes a summary -> when it may start
-        self.watch: dict[bytes, tuple[float, bool, bool]] = {}  # -> (last activity, closed, finished)
+        # Decoded rows of the owned partitions, rebuilt after every rebalance: the table holds
+        # bytes, and decoding a row on every read cost more than all the rest of the path.
+        self.live: dict[bytes, Session] = {}
+        self.due: dict[bytes, tuple[bool, float]] = {}  # owes a summary -> (is an update, may start at)
+        self.open: set[bytes] = set()  # not closed yet
+        self.next_scan = 0.0  # of `live` for idle and expired sessions
+        self.wakeup = asyncio.Event()  # a slot freed or a summary fell due: schedule now
         self.signalled: set[bytes] = set()  # idle/expire signal sent, not yet read back
         self.inflight: dict[bytes, asyncio.Task[None]] = {}
         # Highest version started here: its publication reaches the table only when the agent
@@ -114,7 +122,7 @@ class ChatsumWorker:
         self.recent: list[dict[str, Any]] = []  # last summaries (masked) for the operator page
         self.cases = CaseLog(settings, getattr(summarizer.retriever, "index", None))
         self.app.agent(self.inbound, name="sessions")(self._agent)
-        self.app.timer(settings.tick_s, name="due-summaries")(self._tick)
+        self.app.task(self._schedule)
         self.app.task(self._follow_cases)
         self.app.on_rebalance_complete.connect(self._on_rebalance_complete)
         self.app.on_partitions_revoked.connect(self._on_partitions_revoked)
@@ -207,8 +215,12 @@ class ChatsumWorker:
             await self.cases.publish(case)
 
     def _load(self, sid: bytes) -> Session | None:
-        raw = self.table.get(sid)
-        return Session.decode(raw) if raw is not None else None
+        session = self.live.get(sid)
+        if session is None:
+            raw = self.table.get(sid)
+            if raw is not None:
+                session = self.live[sid] = Session.decode(raw)
+        return session
 
     def _store(self, sid: bytes, session: Session) -> None:
         if is_expired(session, time.time(), self.settings.feedback_window_s):
@@ -218,18 +230,25 @@ class ChatsumWorker:
         else:
             self.table[sid] = session.encode()
             self._index(sid, session)
-        metrics.SESSIONS_OPEN.set(sum(not closed for _, closed, _ in self.watch.values()))
+        metrics.SESSIONS_OPEN.set(len(self.open))
 
     def _index(self, sid: bytes, session: Session) -> None:
+        self.live[sid] = session
         if session.owes_summary:
-            self.due[sid] = session.due_at
+            self.due[sid] = (session.trigger == "update", session.due_at)
+            if session.due_at <= time.time():
+                self.wakeup.set()
         else:
             self.due.pop(sid, None)
-        self.watch[sid] = (session.last_activity, session.closed, session.finished)
+        if session.closed:
+            self.open.discard(sid)
+        else:
+            self.open.add(sid)
 
     def _forget(self, sid: bytes) -> None:
+        self.live.pop(sid, None)
         self.due.pop(sid, None)
-        self.watch.pop(sid, None)
+        self.open.discard(sid)
         self.signalled.discard(sid)
         self.started.pop(sid, None)
 
@@ -239,15 +258,19 @@ class ChatsumWorker:
     # ---- rebalance: rebuild the indexes from the recovered table ---------------------------
     async def _on_rebalance_complete(self, sender: Any = None, **kwargs: Any) -> None:
         active = {tp.partition for tp in self.app.assignor.assigned_actives() if tp.topic == self.settings.topic_events}
-        self.due.clear()
-        self.watch.clear()
+        self._clear_views()
         for sid, raw in list(self.table.items()):
             session = Session.decode(raw)
             if session.partition in active:
                 self._index(sid, session)
-        metrics.SESSIONS_OPEN.set(sum(not closed for _, closed, _ in self.watch.values()))
+        metrics.SESSIONS_OPEN.set(len(self.open))
         self.ready = True
-        log.info("rebalance complete", extra={"partitions": sorted(active), "sessions": len(self.watch), "owed": len(self.due)})
+        log.info("rebalance complete", extra={"partitions": sorted(active), "sessions": len(self.live), "owed": len(self.due)})
+
+    def _clear_views(self) -> None:
+        self.live.clear()
+        self.due.clear()
+        self.open.clear()
 
     async def _leave_group_on_stop(self, sender: Any = None, **kwargs: Any) -> None:
         """A static member does not send LeaveGroup when it closes (KIP-345), so its partitions
@@ -272,71 +295,90 @@ class ChatsumWorker:
                 metrics.CONSUMER_LAG.labels(str(tp.partition)).set(max(end - (read + 1 if read is not None else 0), 0))
 
     async def _on_partitions_revoked(self, sender: Any = None, revoked: Iterable[TP] = (), **kwargs: Any) -> None:
-        self.due.clear()
-        self.watch.clear()
+        self._clear_views()
 
-    # ---- 2. the timer: start due summaries, signal idle sessions --------------------------
+    # ---- 2. the scheduler: start due summaries, signal idle sessions ------------------------
+    async def _schedule(self) -> None:
+        """`_tick` every `tick_s`, and at once when a summary ends or a new one falls due: a
+        freed engine slot must not sit idle until the next tick."""
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.wakeup.wait(), self.settings.tick_s)
+            self.wakeup.clear()
+            try:
+                await self._tick()
+            except Exception:
+                log.exception("scheduling failed; retrying on the next tick")
+
     async def _tick(self) -> None:
         now = time.time()
         waiting = 0
-        candidates = []
-        for sid, due_at in list(self.due.items()):
-            if due_at > now or sid in self.inflight:
-                continue
-            session = self._load(sid)
+        # First summaries and final ones before updates; oldest first within each.
+        ready = sorted((key, sid) for sid, key in self.due.items() if key[1] <= now and sid not in self.inflight)
+        for (is_update, due_at), sid in ready:
+            session = self.live.get(sid)
             if session is None or not session.owes_summary:
                 self.due.pop(sid, None)
-                continue
-            candidates.append((session.trigger == "update", due_at, sid, session))
-        # First summaries and final ones before updates; oldest first within each.
-        for _, due_at, sid, session in sorted(candidates, key=lambda c: c[:3]):
-            if session.version <= self.started.get(sid, 0):
-                continue
-            if session.trigger == "update" and over_budget(session, now, self.settings.session_token_budget, self.settings.budget_window_s):
-                self._start(sid, session, self._fallback(sid, session, "token_budget"))
+            elif session.version <= self.started.get(sid, 0):
+                continue  # published, not yet read back from the control topic
+            elif is_update and over_budget(session, now, self.settings.session_token_budget, self.settings.budget_window_s):
+                self._start(sid, session, "token_budget")
             elif len(self.inflight) < self.settings.max_inflight:
-                self._start(sid, session, self._summarize(sid, session))
+                self._start(sid, session, None)
             elif now - due_at > self.settings.max_queue_wait_s:
                 # The engine is behind: answer now with a fallback instead of queueing without bound.
-                self._start(sid, session, self._fallback(sid, session, "overload"))
+                self._start(sid, session, "overload")
             else:
                 waiting += 1
         metrics.LLM_QUEUE.set(waiting)
-        for sid, (last, closed, finished) in list(self.watch.items()):
-            if sid in self.signalled:
-                continue
-            if not closed and now - last >= self.rules.idle_timeout_s:
-                kind = "idle"
-            elif finished and now - last >= self.settings.feedback_window_s:
-                kind = "expire"  # the agent drops the row when it reads this back
-            else:
-                continue
-            self.signalled.add(sid)
-            await self._signal(sid, self._partition_of(sid), {"kind": kind})
+        if now >= self.next_scan:  # timeouts are seconds to minutes: no need to look every tick
+            self.next_scan = now + 1.0
+            await self._signal_idle_and_expired(now)
         stats = self.summarizer.engine.stats()
         metrics.KV_CACHE.set(stats.get("kv_cache_usage", 0.0))
         metrics.VLLM_WAITING.set(stats.get("num_waiting", 0.0))
         metrics.VLLM_RUNNING.set(stats.get("num_running", 0.0))
 
-    def _partition_of(self, sid: bytes) -> int | None:
-        session = self._load(sid)
-        return session.partition if session else None
+    async def _signal_idle_and_expired(self, now: float) -> None:
+        for sid, session in list(self.live.items()):
+            if sid in self.signalled:
+                continue
+            if not session.closed and now - session.last_activity >= self.rules.idle_timeout_s:
+                kind = "idle"
+            elif session.finished and now - session.last_activity >= self.settings.feedback_window_s:
+                kind = "expire"  # the agent drops the row when it reads this back
+            else:
+                continue
+            self.signalled.add(sid)
+            await self._signal(sid, session.partition, {"kind": kind})
 
     async def _signal(self, sid: bytes, partition: int | None, signal: dict[str, Any]) -> None:
         """To the agent, on the partition that holds the session, whatever partitioner the chat
         producers used: its table row and changelog live there."""
         await self.control.send(key=sid, value=json.dumps(signal).encode(), partition=partition)
 
-    def _start(self, sid: bytes, session: Session, work: Any) -> None:
+    def _start(self, sid: bytes, session: Session, fallback: FallbackReason | None) -> None:
         self.started[sid] = session.version
-        self.inflight[sid] = asyncio.ensure_future(work)
+        self.due.pop(sid, None)  # back when a newer message comes, or if this run fails
+        # A snapshot: the agent goes on appending to the live row while the summary runs
+        # (messages themselves are never changed once stored, so their list is enough to copy).
+        session = session.model_copy(update={"messages": list(session.messages)})
+        work = self._fallback(sid, session, fallback) if fallback else self._summarize(sid, session)
+        task = self.inflight[sid] = asyncio.ensure_future(work)
+        task.add_done_callback(lambda _: self.wakeup.set())
+
+    def _retry_later(self, sid: bytes) -> None:
+        self.started.pop(sid, None)
+        session = self.live.get(sid)
+        if session is not None:
+            self._index(sid, session)
 
     async def _fallback(self, sid: bytes, session: Session, reason: FallbackReason) -> None:
         try:
             await self._publish(session, 2 * session.version, "fallback", Outcome(fields=None, fallback_reason=reason), None)
             await self._signal(sid, session.partition, {"kind": "published", "version": session.version})
         except Exception as exc:
-            self.started.pop(sid, None)
+            self._retry_later(sid)
             log.error("fallback failed", extra={"session_id": session.session_id, "error": type(exc).__name__})
         finally:
             self.inflight.pop(sid, None)
@@ -365,7 +407,7 @@ class ChatsumWorker:
             await self._signal(sid, session.partition, {"kind": "published", "version": version, "fields": fields,
                                                       "event_version": 2 * version, "tokens": outcome.prompt_tokens + outcome.output_tokens})
         except Exception as exc:
-            self.started.pop(sid, None)  # retried on a later tick
+            self._retry_later(sid)
             log.error("summary failed", extra={"session_id": session.session_id, "version": version, "error": type(exc).__name__})
         finally:
             metrics.LLM_INFLIGHT.dec()
