@@ -88,7 +88,11 @@ async def _finals(consumer: Consumer, prefix: str, expected: int | None, until: 
     """Final (non-partial) summaries of sessions with this prefix, until `expected` or the deadline."""
     got: dict[str, dict] = {}
     events: list[dict] = []
+    report_at = time.monotonic() + 10
     while time.monotonic() < until and (expected is None or len(got) < expected):
+        if time.monotonic() >= report_at:
+            report_at += 10
+            print(f"  ... {len(got)}/{expected} conversations finished, {len(events)} summaries", flush=True)
         msg = await asyncio.to_thread(consumer.poll, 0.2)
         if msg is None or msg.error():
             continue

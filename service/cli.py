@@ -197,7 +197,9 @@ def cmd_bench(args: argparse.Namespace) -> None:
     import asyncio
 
     from .bench import run_bench
+    from .logs import setup_logging
 
+    setup_logging(Settings().log_level)
     levels = [float(x) for x in args.levels.split(",")] if args.levels else []
     out = Path(args.out)
     report = asyncio.run(run_bench(Settings(), Path(args.devset), args.conversations, levels, args.duration,

@@ -183,12 +183,17 @@ class FewShotRetriever:
 
     async def _embed_batch(self) -> None:
         await asyncio.sleep(0)  # let the other sessions of this tick queue up
-        batch, self._queue = self._queue, []
-        try:
-            vectors = await asyncio.to_thread(self.index.embedder.encode, [t for t, _ in batch])
-        except Exception as exc:
-            for _, future in batch:
-                future.set_exception(exc)
-            return
-        for (_, future), vector in zip(batch, vectors):
-            future.set_result(vector)
+        # Queries that arrive while a batch encodes wait for the next round of this loop: no new
+        # flush starts while this one runs, so leaving them queued would strand them for good.
+        while self._queue:
+            batch, self._queue = self._queue, []
+            try:
+                vectors = await asyncio.to_thread(self.index.embedder.encode, [t for t, _ in batch])
+            except Exception as exc:
+                for _, future in batch:
+                    if not future.done():
+                        future.set_exception(exc)
+                continue
+            for (_, future), vector in zip(batch, vectors):
+                if not future.done():  # its summary may have timed out meanwhile
+                    future.set_result(vector)

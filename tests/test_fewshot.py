@@ -69,3 +69,36 @@ def test_curated_library_is_valid_and_covers_every_type_and_sentiment():
     assert {r["summary"]["request_type"] for r in rows} == set(REQUEST_TYPES)
     assert {r["summary"]["sentiment"] for r in rows} == set(SENTIMENTS)
     assert len({r["case_id"] for r in rows}) == len(rows)
+
+
+async def test_queries_that_arrive_while_a_batch_encodes_are_answered(tmp_path):
+    """The first batch is held inside its encoding thread while more sessions ask; each must get
+    its cases (they were once stranded in the queue, and their summaries hung)."""
+    import asyncio
+    import threading
+
+    from service.fewshot import FewShotRetriever
+    from service.sessions import Message
+
+    embedder = AxisEmbedder({"a": [1, 0, 0], "b": [0, 1, 0]} | {t: [1, 0.1 * i, 0] for i, t in enumerate("uvwxyz")})
+    index = CaseIndex(embedder, tmp_path)
+    index.build([case("a", "a", "退换货"), case("b", "b", "其他")])
+    release = threading.Event()
+    encode = embedder.encode
+
+    def held(texts):
+        if embedder.calls == 1:  # the first query batch (the index build was call 0)
+            release.wait(10)  # made slow on purpose, inside its thread
+        return encode(texts)
+
+    embedder.encode = held
+    retriever = FewShotRetriever(index, k=1)
+    turns = {t: [Message(role="user", text=t, ts=0.0)] for t in "uvwxyz"}
+    first = asyncio.ensure_future(retriever.retrieve(turns["u"]))
+    await asyncio.sleep(0.05)  # the first batch is in its thread now
+    later = [asyncio.ensure_future(retriever.retrieve(turns[t])) for t in "vwxyz"]
+    await asyncio.sleep(0.05)
+    release.set()
+    results = await asyncio.wait_for(asyncio.gather(first, *later), 10)
+    assert [r[0].case_id for r in results] == ["a"] * 6
+    assert embedder.calls == 3  # the build, the first query, the late five in one batch
