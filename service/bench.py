@@ -7,14 +7,16 @@
    service/raw ratio; then Poisson load at fractions of that capacity gives trigger->publish
    p50/p95/p99, SLA rate and consumer lag per level, and the knee where latency turns up.
 3. The non-LLM path alone (ingest, mask, aggregate, publish) with the engine replaced by an
-   instant fallback: messages/s and messages per CPU-second, next to a bare consumer reading
-   the same messages.
+   instant fallback: messages/s and messages per CPU-second, next to a bare consumer and a
+   do-nothing Faust agent reading the same messages.
+
+The raw run goes in a child process; every phase has topics of its own; the report is
+rewritten after each phase, so a cut run keeps what it measured.
 """
 
 from __future__ import annotations
 
 import asyncio
-import gc
 import json
 import resource
 import statistics
