@@ -41,6 +41,11 @@ class Settings(BaseSettings):
     topic_feedback: str = "chat.feedback"
     topic_control: str = Field("chatsum.control", description="Internal: timer and completion signals.")
     topic_cases: str = Field("chatsum.cases", description="Learned few-shot cases (compacted, read by every worker).")
+    fetch_pace_ms: float = Field(
+        50.0, ge=0, description="After an empty fetch that came back early, wait up to this long before the next: "
+        "the embedded broker does not hold fetches, and idle polling took CPU from the engine. No effect on Kafka; 0: off.",
+    )
+    cases_refresh_s: float = Field(5.0, gt=0, description="How often a worker looks for newly learned few-shot cases.")
 
     # --- Embedded broker (laptop / CI) ---------------------------------------------------------
     broker_data_dir: Path = Field(Path(".cache/broker"), description="Where `chatsum broker` keeps its log.")

@@ -30,6 +30,7 @@ from faust.types import TP
 from . import metrics, web
 from .caselog import CaseLog, case_from_feedback
 from .contracts import Confidence, DeadLetterReason, FallbackReason, FeedbackEvent, SummaryEvent, Timings, summary_id_for
+from .fetch_pacing import pace_empty_fetches
 from .ingest import Prepared, dead_letter, prepare, safe_text
 from .sessions import Session, TriggerRules, apply_idle, apply_message, apply_published, is_expired, over_budget
 from .settings import Settings
@@ -53,6 +54,7 @@ def faust_app(settings: Settings, web_enabled: bool = True) -> faust.App:
             )
         else:
             credentials = faust.SSLCredentials(context)
+    pace_empty_fetches(settings.fetch_pace_ms)
     datadir = settings.cache_dir / "faust" / settings.app_id
     datadir.mkdir(parents=True, exist_ok=True)
     return faust.App(
