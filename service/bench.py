@@ -45,7 +45,7 @@ from .worker import ChatsumWorker, faust_app
 
 def scoped(settings: Settings, tag: str) -> Settings:
     """Topics and group of their own, so no phase reads another phase's events."""
-    names = ("topic_events", "topic_summaries", "topic_dlq", "topic_feedback", "topic_control", "topic_cases")
+    names = ("topic_events", "topic_summaries", "topic_dlq", "topic_feedback", "topic_cases")
     return settings.model_copy(update={n: f"{tag}.{getattr(settings, n)}" for n in names} | {"app_id": f"{settings.app_id}-{tag}"})
 
 

@@ -2,7 +2,7 @@
 
 The worker stores one `Session` per conversation in a changelog-backed Faust table. Every
 trigger bumps `version`; a summary run takes the session as it is when it starts and, once
-published, reports the version it covered back through the control topic. So a burst of
+published, records the version it covered in the row (`published`). So a burst of
 messages coalesces into one run, and a version above `published` after a crash means a
 summary is still owed: it is run again (at-least-once; consumers dedupe by summary id + version).
 """

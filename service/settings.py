@@ -39,7 +39,6 @@ class Settings(BaseSettings):
     topic_summaries: str = "chat.summaries"
     topic_dlq: str = "chat.summaries.dlq"
     topic_feedback: str = "chat.feedback"
-    topic_control: str = Field("chatsum.control", description="Internal: timer and completion signals.")
     topic_cases: str = Field("chatsum.cases", description="Learned few-shot cases (compacted, read by every worker).")
     fetch_pace_ms: float = Field(
         50.0, ge=0, description="After an empty fetch that came back early, wait up to this long before the next: "

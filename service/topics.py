@@ -1,7 +1,7 @@
 """Topics are created up front with their partition counts, never auto-created.
 
 Every topic that carries a session is keyed by session id and has the same partition count, so
-one worker partition owns a conversation's events, its control signals and its table rows.
+one worker partition owns a conversation's events, the feedback on it and its table row.
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ def topic_specs(settings: Settings) -> list[TopicSpec]:
     week = {"retention.ms": str(7 * 24 * 3600 * 1000)}
     return [
         TopicSpec(settings.topic_events, n, week),
-        TopicSpec(settings.topic_control, n, {"retention.ms": str(24 * 3600 * 1000)}),
         TopicSpec(settings.topic_summaries, n, week),
         TopicSpec(settings.topic_dlq, n, week),
         TopicSpec(settings.topic_feedback, n, week),

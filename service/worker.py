@@ -3,21 +3,23 @@
 Trace of one message:
 1. `_on_message` (the agent) decodes it (`ingest.prepare`: bad input -> `chat.summaries.dlq`),
    masks its text and applies it to the conversation's `Session` (`sessions.apply_message`),
-   which may bump the session's version (a trigger). The table row is written back, so the
-   changelog has it.
-2. `_tick` (a timer) starts a summary task for every session whose trigger is due, up to
-   `max_inflight` at once; the engine batches them.
+   which may bump the session's version (a trigger). The row is written back (`_store`), so
+   the changelog has it.
+2. `_tick` (the scheduler) starts a summary task for every session whose trigger is due, up
+   to `max_inflight` at once (the engine batches them), and closes idle sessions.
 3. `_summarize` publishes a `partial` event when the model has emitted item_id and
-   request_type, then the final `ok` or `fallback` event, then tells the agent through the
-   control topic which version it published, so the table records it (only the agent writes
-   the table: Faust ties table writes to the partition of the event being processed).
+   request_type, then the final `ok` or `fallback` event, and records the published version
+   in the row.
+
+Rows are written from the agent and from the summary tasks alike, to the changelog partition
+the session lives on (Faust's own `table[key] = ...` works only inside the agent, for the
+partition of the event at hand), and only while this worker owns that partition.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
 from collections.abc import Iterable
@@ -77,7 +79,7 @@ def faust_app(settings: Settings, web_enabled: bool = True) -> faust.App:
         web_in_thread=False,
         autodiscover=False,
         producer_acks=-1,
-        # Batches changelog writes, summaries and control signals: about twice the events/s for a
+        # Batches changelog writes and summaries: about twice the events/s for a
         # few ms on a publish that waits seconds for the engine anyway.
         producer_linger_ms=5,
         key_serializer="raw",  # we decode ourselves: a bad event must reach the DLQ, not crash
@@ -100,27 +102,21 @@ class ChatsumWorker:
         )
         self.app = faust_app(settings, web_enabled=web_enabled)
         raw = dict(key_serializer="raw", value_serializer="raw")
-        # One agent reads all three: they are keyed and partitioned alike, so a session's events,
-        # its control signals and the agent feedback on it meet on the partition of its row.
-        self.inbound = self.app.topic(
-            settings.topic_events, settings.topic_control, settings.topic_feedback, partitions=settings.partitions, **raw
-        )
-        self.control = self.app.topic(settings.topic_control, partitions=settings.partitions, **raw)
+        # One agent reads both: they are keyed alike, so a session's events and the agent
+        # feedback on it meet on the partition of its row.
+        self.inbound = self.app.topic(settings.topic_events, settings.topic_feedback, partitions=settings.partitions, **raw)
         self.summaries = self.app.topic(settings.topic_summaries, partitions=settings.partitions, **raw)
         self.dlq = self.app.topic(settings.topic_dlq, partitions=settings.partitions, **raw)
         self.table = self.app.Table("sessions", default=None, partitions=settings.partitions, key_type=bytes, value_type=bytes)
         # Decoded rows of the owned partitions, rebuilt after every rebalance: the table holds
         # bytes, and decoding a row on every read cost more than all the rest of the path.
         self.live: dict[bytes, Session] = {}
+        self.owned: set[int] = set()  # partitions whose rows this worker may write
         self.due: dict[bytes, tuple[bool, float]] = {}  # owes a summary -> (is an update, may start at)
         self.open: set[bytes] = set()  # not closed yet
         self.next_scan = 0.0  # of `live` for idle and expired sessions
         self.wakeup = asyncio.Event()  # a slot freed or a summary fell due: schedule now
-        self.signalled: set[bytes] = set()  # idle/expire signal sent, not yet read back
         self.inflight: dict[bytes, asyncio.Task[None]] = {}
-        # Highest version started here: its publication reaches the table only when the agent
-        # reads it back from the control topic, and until then the row still says it is owed.
-        self.started: dict[bytes, int] = {}
         self.recent: list[dict[str, Any]] = []  # last summaries (masked) for the operator page
         self.cases = CaseLog(settings, getattr(summarizer.retriever, "index", None))
         self.app.agent(self.inbound, name="sessions")(self._agent)
@@ -132,13 +128,11 @@ class ChatsumWorker:
         self.ready = False
         web.install(self)
 
-    # ---- 1. the agent: the only writer of the table ---------------------------------------
+    # ---- 1. the agent: events and feedback ---------------------------------------------------
     async def _agent(self, stream: faust.StreamT) -> None:
         async for event in stream.events():
             m = event.message
-            if m.topic == self.settings.topic_control:
-                self._on_control(m.key, m.value)
-            elif m.topic == self.settings.topic_feedback:
+            if m.topic == self.settings.topic_feedback:
                 await self._on_feedback(m.key, m.value, m.partition, m.offset)
             else:
                 await self._on_message(m.key, m.value, m.topic, m.partition, m.offset)
@@ -177,23 +171,6 @@ class ChatsumWorker:
             metrics.TRIGGERS.labels(session.trigger).inc()
         self._store(sid, session)
 
-    def _on_control(self, key: bytes | None, value: bytes | None) -> None:
-        if key is None or value is None:
-            return
-        self.signalled.discard(key)
-        session = self._load(key)
-        if session is None:
-            return
-        signal = json.loads(value)
-        now = time.time()
-        if signal["kind"] == "published":
-            apply_published(session, int(signal["version"]), signal.get("fields"), int(signal.get("event_version", 0)),
-                            int(signal.get("tokens", 0)), now, self.settings.budget_window_s)
-        elif signal["kind"] == "idle":
-            if apply_idle(session, now=now, rules=self.rules) and session.owes_summary:
-                metrics.TRIGGERS.labels("idle").inc()
-        self._store(key, session)
-
     async def _on_feedback(self, key: bytes | None, value: bytes | None, partition: int, offset: int) -> None:
         """An agent's verdict: a confirmed or corrected summary becomes a case for every worker."""
         topic = self.settings.topic_feedback
@@ -217,20 +194,30 @@ class ChatsumWorker:
             await self.cases.publish(case)
 
     def _load(self, sid: bytes) -> Session | None:
+        """The live row; None for a row of a partition this worker does not own (any more)."""
         session = self.live.get(sid)
-        if session is None:
-            raw = self.table.get(sid)
-            if raw is not None:
-                session = self.live[sid] = Session.decode(raw)
+        if session is None and (raw := self.table.get(sid)) is not None:
+            decoded = Session.decode(raw)
+            if decoded.partition in self.owned:
+                session = self.live[sid] = decoded
         return session
 
     def _store(self, sid: bytes, session: Session) -> None:
+        """Write the row (or drop an expired one) to the table and its changelog. A row of a
+        partition that moved away meanwhile is not written: its new owner recovered it before,
+        and a late write would overwrite the messages it has added since."""
+        if session.partition not in self.owned:
+            log.info("partition moved: row not written", extra={"session_id": session.session_id, "partition": session.partition})
+            return
         if is_expired(session, time.time(), self.settings.feedback_window_s):
-            self.table.pop(sid, None)
+            if self.table.data.pop(sid, None) is not None:
+                self.table.send_changelog(session.partition, sid, None, value_serializer="raw")
             self._forget(sid)
             metrics.SESSIONS_CLOSED.labels(session.trigger or "none").inc()
         else:
-            self.table[sid] = session.encode()
+            raw = session.encode()
+            self.table.data[sid] = raw
+            self.table.send_changelog(session.partition, sid, raw)
             self._index(sid, session)
         metrics.SESSIONS_OPEN.set(len(self.open))
 
@@ -251,8 +238,6 @@ class ChatsumWorker:
         self.live.pop(sid, None)
         self.due.pop(sid, None)
         self.open.discard(sid)
-        self.signalled.discard(sid)
-        self.started.pop(sid, None)
 
     async def _follow_cases(self) -> None:
         await self.cases.follow()
@@ -261,6 +246,7 @@ class ChatsumWorker:
     async def _on_rebalance_complete(self, sender: Any = None, **kwargs: Any) -> None:
         active = {tp.partition for tp in self.app.assignor.assigned_actives() if tp.topic == self.settings.topic_events}
         self._clear_views()
+        self.owned = active
         for sid, raw in list(self.table.items()):
             session = Session.decode(raw)
             if session.partition in active:
@@ -297,9 +283,10 @@ class ChatsumWorker:
                 metrics.CONSUMER_LAG.labels(str(tp.partition)).set(max(end - (read + 1 if read is not None else 0), 0))
 
     async def _on_partitions_revoked(self, sender: Any = None, revoked: Iterable[TP] = (), **kwargs: Any) -> None:
+        self.owned = set()
         self._clear_views()
 
-    # ---- 2. the scheduler: start due summaries, signal idle sessions ------------------------
+    # ---- 2. the scheduler: start due summaries, close idle sessions -------------------------
     async def _schedule(self) -> None:
         """`_tick` every `tick_s`, and at once when a summary ends or a new one falls due: a
         freed engine slot must not sit idle until the next tick."""
@@ -321,8 +308,6 @@ class ChatsumWorker:
             session = self.live.get(sid)
             if session is None or not session.owes_summary:
                 self.due.pop(sid, None)
-            elif session.version <= self.started.get(sid, 0):
-                continue  # published, not yet read back from the control topic
             elif is_update and over_budget(session, now, self.settings.session_token_budget, self.settings.budget_window_s):
                 self._start(sid, session, "token_budget")
             elif len(self.inflight) < self.settings.max_inflight:
@@ -335,32 +320,29 @@ class ChatsumWorker:
         metrics.LLM_QUEUE.set(waiting)
         if now >= self.next_scan:  # timeouts are seconds to minutes: no need to look every tick
             self.next_scan = now + 1.0
-            await self._signal_idle_and_expired(now)
+            self._close_idle_and_expired(now)
         stats = self.summarizer.engine.stats()
         metrics.KV_CACHE.set(stats.get("kv_cache_usage", 0.0))
         metrics.VLLM_WAITING.set(stats.get("num_waiting", 0.0))
         metrics.VLLM_RUNNING.set(stats.get("num_running", 0.0))
 
-    async def _signal_idle_and_expired(self, now: float) -> None:
+    def _close_idle_and_expired(self, now: float) -> None:
         for sid, session in list(self.live.items()):
-            if sid in self.signalled:
-                continue
-            if not session.closed and now - session.last_activity >= self.rules.idle_timeout_s:
-                kind = "idle"
-            elif session.finished and now - session.last_activity >= self.settings.feedback_window_s:
-                kind = "expire"  # the agent drops the row when it reads this back
-            else:
-                continue
-            self.signalled.add(sid)
-            await self._signal(sid, session.partition, {"kind": kind})
+            if apply_idle(session, now=now, rules=self.rules):
+                if session.owes_summary:
+                    metrics.TRIGGERS.labels("idle").inc()
+                self._store(sid, session)
+            elif is_expired(session, now, self.settings.feedback_window_s):
+                self._store(sid, session)  # drops the row
 
-    async def _signal(self, sid: bytes, partition: int | None, signal: dict[str, Any]) -> None:
-        """To the agent, on the partition that holds the session, whatever partitioner the chat
-        producers used: its table row and changelog live there."""
-        await self.control.send(key=sid, value=json.dumps(signal).encode(), partition=partition)
+    def _record_published(self, sid: bytes, version: int, fields: dict[str, str] | None = None, tokens: int = 0) -> None:
+        """On the live row, which may have grown since the run took its snapshot."""
+        session = self._load(sid)
+        if session is not None:
+            apply_published(session, version, fields, 2 * version, tokens, time.time(), self.settings.budget_window_s)
+            self._store(sid, session)
 
     def _start(self, sid: bytes, session: Session, fallback: FallbackReason | None) -> None:
-        self.started[sid] = session.version
         self.due.pop(sid, None)  # back when a newer message comes, or if this run fails
         # A snapshot: the agent goes on appending to the live row while the summary runs
         # (messages themselves are never changed once stored, so their list is enough to copy).
@@ -370,7 +352,6 @@ class ChatsumWorker:
         task.add_done_callback(lambda _: self.wakeup.set())
 
     def _retry_later(self, sid: bytes) -> None:
-        self.started.pop(sid, None)
         session = self.live.get(sid)
         if session is not None:
             self._index(sid, session)
@@ -378,7 +359,7 @@ class ChatsumWorker:
     async def _fallback(self, sid: bytes, session: Session, reason: FallbackReason) -> None:
         try:
             await self._publish(session, 2 * session.version, "fallback", Outcome(fields=None, fallback_reason=reason), None)
-            await self._signal(sid, session.partition, {"kind": "published", "version": session.version})
+            self._record_published(sid, session.version)
         except Exception as exc:
             self._retry_later(sid)
             log.error("fallback failed", extra={"session_id": session.session_id, "error": type(exc).__name__})
@@ -406,8 +387,7 @@ class ChatsumWorker:
             status = "ok" if outcome.ok else "fallback"
             await self._publish(session, 2 * version, status, outcome, None)
             fields = outcome.fields.model_dump() if outcome.ok and outcome.fields else None
-            await self._signal(sid, session.partition, {"kind": "published", "version": version, "fields": fields,
-                                                      "event_version": 2 * version, "tokens": outcome.prompt_tokens + outcome.output_tokens})
+            self._record_published(sid, version, fields, outcome.prompt_tokens + outcome.output_tokens)
         except Exception as exc:
             self._retry_later(sid)
             log.error("summary failed", extra={"session_id": session.session_id, "version": version, "error": type(exc).__name__})

@@ -54,7 +54,6 @@ def settings(bootstrap: str) -> Settings:
         topic_summaries=f"{n}.chat.summaries",
         topic_dlq=f"{n}.chat.summaries.dlq",
         topic_feedback=f"{n}.chat.feedback",
-        topic_control=f"{n}.chatsum.control",
         topic_cases=f"{n}.chatsum.cases",
         feedback_window_s=0.0,
         partitions=2,

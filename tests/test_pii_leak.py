@@ -102,7 +102,7 @@ async def test_no_injected_personal_data_leaves_the_worker(settings, summarizer)
 
     places = {
         topic: read_all(settings, topic)
-        for topic in (settings.topic_summaries, settings.topic_dlq, settings.topic_control, sessions_changelog(settings))
+        for topic in (settings.topic_summaries, settings.topic_dlq, sessions_changelog(settings))
     }
     assert places[settings.topic_summaries] and places[settings.topic_dlq] and places[sessions_changelog(settings)]
     places["logs"] = records

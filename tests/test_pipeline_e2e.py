@@ -113,3 +113,38 @@ async def test_restart_mid_stream_loses_no_conversation(settings, summarizer):
     assert set(finals) == wanted
     for conv in conversations:
         assert finals[conv["session_id"]]["message_count"] == len(conv["messages"]), "messages from before the restart were lost"
+
+
+async def test_a_silent_conversation_is_closed_summarised_and_evicted(settings, summarizer):
+    """No end-of-chat event: the idle timeout closes the conversation with a final summary of
+    all of it, and the row leaves the table (and its changelog) once the feedback window is over."""
+    settings = settings.model_copy(update={"idle_timeout_s": 2.0, "feedback_window_s": 3.0})
+    conv = sample_conversations(1)[0]
+    sid = conv["session_id"]
+    running = RunningWorker(settings, summarizer)
+    worker = await running.start()
+    try:
+        p = producer(settings)
+        for i, m in enumerate(conv["messages"]):
+            p.produce(settings.topic_events, key=sid.encode(), value=chat_event(sid, i, m["role"], m["text"]))
+        p.flush(10)
+        events = await collect(settings, settings.topic_summaries,
+                               lambda es: any(e["trigger"] == "idle" and e["status"] != "partial" for e in es), 240)
+        for _ in range(200):
+            if not worker.table:
+                break
+            await asyncio.sleep(0.1)
+        assert not worker.table and sid.encode() not in worker.live, "the finished row was not evicted"
+    finally:
+        await running.stop()
+    final = next(e for e in events if e["trigger"] == "idle" and e["status"] != "partial")
+    assert final["message_count"] == len(conv["messages"])
+    assert [e["version"] for e in events] == sorted({e["version"] for e in events})
+
+    # The eviction reached the changelog: a restarted worker recovers no row for it.
+    again = RunningWorker(settings, summarizer)
+    worker = await again.start()
+    try:
+        assert sid.encode() not in worker.table
+    finally:
+        await again.stop()
