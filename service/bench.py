@@ -173,6 +173,9 @@ async def load_level(settings: Settings, summarizer: Summarizer, conversations: 
         await sampler
         await running.stop()
     latencies = [e["timings"]["latency_ms"] / 1000 for e in finals]
+    # Where the time goes: the summarizer (retrieval and engine) vs everything around it.
+    llm = [e["timings"]["llm_ms"] / 1000 for e in finals]
+    around = [lat - t for lat, t in zip(latencies, llm)]
     fallbacks: dict[str, int] = {}
     for e in finals:
         if e["fallback_reason"]:
@@ -182,6 +185,8 @@ async def load_level(settings: Settings, summarizer: Summarizer, conversations: 
         "summaries": len(finals), "summaries_per_s": round(len(finals) / max(sent["seconds"], 1e-9), 3),
         "p50_s": round(percentile(latencies, 50), 3), "p95_s": round(percentile(latencies, 95), 3),
         "p99_s": round(percentile(latencies, 99), 3),
+        "llm_p50_s": round(percentile(llm, 50), 3), "llm_p99_s": round(percentile(llm, 99), 3),
+        "outside_llm_p50_s": round(percentile(around, 50), 3), "outside_llm_p99_s": round(percentile(around, 99), 3),
         "sla_rate": round(sum(x <= settings.sla_s for x in latencies) / len(latencies), 3) if latencies else None,
         "max_lag": max(lag_samples or [0.0]), "fallbacks": fallbacks,
     }
@@ -231,7 +236,7 @@ async def non_llm_path(settings: Settings, conversations: list[dict], messages: 
     producer.flush(60)
 
     # Baseline: a bare consumer reading the same messages, clocked from its first message.
-    consumer = summaries(settings.kafka_client_config(), settings.topic_events, None, True)
+    consumer = summaries(settings.kafka_client_config(), settings.topic_events, None, True).consumer
     seen = 0
     while not seen:
         seen = sum(1 for m in consumer.consume(1000, 1.0) if not m.error())

@@ -68,7 +68,7 @@ class Timings(BaseModel):
     published_at: AwareDatetime
     latency_ms: float = Field(description="published_at - trigger_at: what the SLA measures.")
     queue_ms: float = Field(0.0, description="Waiting for a free engine slot.")
-    llm_ms: float = Field(0.0, description="Time in the engine.")
+    llm_ms: float = Field(0.0, description="Time in the summarizer: few-shot retrieval and the engine.")
 
 
 class SummaryEvent(BaseModel):

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Producer
 
 from service.broker import EmbeddedBroker, free_port
+from service.replay import summaries
 from service.settings import Settings
 from service.summarizer import Summarizer
 from service.topics import ensure_topics
@@ -86,9 +87,7 @@ def producer(settings: Settings) -> Producer:
 
 async def collect(settings: Settings, topic: str, until, timeout_s: float) -> list[dict]:
     """Consume `topic` from the start until `until(events)` holds or the timeout passes."""
-    consumer = Consumer(settings.kafka_client_config() | {
-        "group.id": f"collect-{time.time_ns()}", "auto.offset.reset": "earliest", "enable.auto.commit": False})
-    consumer.subscribe([topic])
+    consumer = summaries(settings.kafka_client_config(), topic, None, True)
     events: list[dict] = []
     deadline = time.monotonic() + timeout_s
     try:
