@@ -64,10 +64,14 @@ class Confidence(BaseModel):
 
 
 class Timings(BaseModel):
-    trigger_at: AwareDatetime = Field(description="Timestamp of the message that triggered this summary.")
+    trigger_at: AwareDatetime = Field(
+        description="When this summary fell due: the timestamp of the message that triggered it; for an `update`, "
+        "that of the burst's last message plus the debounce (CHATSUM_DEBOUNCE_S), the wait for the burst to end."
+    )
     published_at: AwareDatetime
     latency_ms: float = Field(description="published_at - trigger_at: what the SLA measures.")
-    queue_ms: float = Field(0.0, description="Waiting for a free engine slot.")
+    queue_ms: float = Field(0.0, description="From trigger_at to the start of the run: transit through Kafka and the "
+                            "worker, and the wait for a free engine slot.")
     llm_ms: float = Field(0.0, description="Time in the summarizer: few-shot retrieval and the engine.")
 
 

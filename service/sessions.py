@@ -103,7 +103,9 @@ def apply_message(
             _bump(session, "third_message", ts, now)
         elif session.user_messages > rules.user_messages:
             # Debounced: every message of a burst pushes the start back; one run covers them all.
-            _bump(session, "update", ts, now + rules.debounce_s)
+            # Its clock starts when the burst is over: the debounce is a wait we chose, and
+            # counting it would put every update past a 1.2 s SLA with a 1 s debounce.
+            _bump(session, "update", ts + rules.debounce_s, now + rules.debounce_s)
     if end_of_chat:
         session.closed = True
         if session.user_messages:

@@ -347,7 +347,8 @@ class ChatsumWorker:
         # A snapshot: the agent goes on appending to the live row while the summary runs
         # (messages themselves are never changed once stored, so their list is enough to copy).
         session = session.model_copy(update={"messages": list(session.messages)})
-        work = self._fallback(sid, session, fallback) if fallback else self._summarize(sid, session)
+        queued_s = max(time.time() - session.trigger_ts, 0.0)
+        work = self._fallback(sid, session, fallback, queued_s) if fallback else self._summarize(sid, session, queued_s)
         task = self.inflight[sid] = asyncio.ensure_future(work)
         task.add_done_callback(lambda _: self.wakeup.set())
 
@@ -356,9 +357,9 @@ class ChatsumWorker:
         if session is not None:
             self._index(sid, session)
 
-    async def _fallback(self, sid: bytes, session: Session, reason: FallbackReason) -> None:
+    async def _fallback(self, sid: bytes, session: Session, reason: FallbackReason, queued_s: float) -> None:
         try:
-            await self._publish(session, 2 * session.version, "fallback", Outcome(fields=None, fallback_reason=reason), None)
+            await self._publish(session, 2 * session.version, "fallback", Outcome(fields=None, fallback_reason=reason), None, queued_s)
             self._record_published(sid, session.version)
         except Exception as exc:
             self._retry_later(sid)
@@ -367,12 +368,12 @@ class ChatsumWorker:
             self.inflight.pop(sid, None)
 
     # ---- 3. one summary -----------------------------------------------------------------------
-    async def _summarize(self, sid: bytes, session: Session) -> None:
+    async def _summarize(self, sid: bytes, session: Session, queued_s: float) -> None:
         version = session.version
         metrics.LLM_INFLIGHT.inc()
         try:
             async def on_partial(fields: dict[str, str]) -> None:
-                await self._publish(session, 2 * version - 1, "partial", None, fields)
+                await self._publish(session, 2 * version - 1, "partial", None, fields, queued_s)
 
             outcome = await self.summarizer.summarize(session.messages, on_partial=on_partial, request_id=f"{session.session_id}:{version}")
             metrics.LLM_SECONDS.observe(outcome.llm_ms / 1000)
@@ -385,7 +386,7 @@ class ChatsumWorker:
                 metrics.STALE_DROPPED.inc()
                 return
             status = "ok" if outcome.ok else "fallback"
-            await self._publish(session, 2 * version, status, outcome, None)
+            await self._publish(session, 2 * version, status, outcome, None, queued_s)
             fields = outcome.fields.model_dump() if outcome.ok and outcome.fields else None
             self._record_published(sid, version, fields, outcome.prompt_tokens + outcome.output_tokens)
         except Exception as exc:
@@ -396,7 +397,8 @@ class ChatsumWorker:
             self.inflight.pop(sid, None)
 
     async def _publish(
-        self, session: Session, version: int, status: str, outcome: Outcome | None, partial: dict[str, str] | None
+        self, session: Session, version: int, status: str, outcome: Outcome | None, partial: dict[str, str] | None,
+        queued_s: float,
     ) -> None:
         now = datetime.now(UTC)
         trigger_at = datetime.fromtimestamp(session.trigger_ts, UTC)
@@ -425,6 +427,7 @@ class ChatsumWorker:
                 trigger_at=trigger_at,
                 published_at=now,
                 latency_ms=round(latency_s * 1000, 1),
+                queue_ms=round(queued_s * 1000, 1),
                 llm_ms=round(outcome.llm_ms, 1) if outcome else 0.0,
             ),
             model=self.model_name,

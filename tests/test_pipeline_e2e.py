@@ -70,6 +70,9 @@ async def test_events_in_summaries_out_and_bad_events_to_dlq(settings, summarize
             assert final["fallback_reason"]
         conv = next(c for c in conversations if c["session_id"] == sid)
         assert final["message_count"] == len(conv["messages"])
+        # The latency splits into the wait before the run and the run itself (one clock here).
+        t = final["timings"]
+        assert 0 < t["queue_ms"] and t["queue_ms"] + t["llm_ms"] <= t["latency_ms"] + 1.0
     assert sorted(letter["reason"] for letter in letters) == ["invalid_json", "schema_violation"]
     assert all("13812345678" not in json.dumps(letter, ensure_ascii=False) for letter in letters)
     assert not worker.table  # closed and summarised sessions are evicted

@@ -28,6 +28,7 @@ def test_later_messages_are_debounced_and_a_burst_coalesces():
     send(s, 3, now=200.0)
     send(s, 4, now=200.5)
     assert s.trigger == "update" and s.due_at == 201.5
+    assert s.trigger_ts == 201.5  # the SLA clock starts when the burst is over, not at its first message
     assert not is_due(s, 201.0) and is_due(s, 201.5)
     assert s.owes_summary  # one run at 201.5 covers both messages
 
