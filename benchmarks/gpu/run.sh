@@ -12,5 +12,5 @@ SHAPE=${SHAPE:-qwen2-7b}
 [ -f /tmp/model-$SHAPE/config.json ] || python3 benchmarks/gpu/make_random_qwen.py /tmp/model-$SHAPE --shape "$SHAPE"
 export CHATSUM_MODEL=/tmp/model-$SHAPE CHATSUM_CACHE_DIR=/tmp/chatsum-cache
 export CHATSUM_MAX_NUM_SEQS=${MAX_NUM_SEQS:-256} CHATSUM_MAX_INFLIGHT=${MAX_NUM_SEQS:-256} CHATSUM_GPU_MEMORY_UTILIZATION=0.85
-python3 -m service.cli bench --conversations "${CONVERSATIONS:-256}" --levels "${LEVELS:-0.25,0.5,0.7,1.0,1.3}" \
-  --duration "${DURATION:-20}" --fast-messages "${FAST:-20000}" --out "$OUT/bench-gpu-$SHAPE.json" "$@"
+python3 -m service.cli bench --conversations "${CONVERSATIONS:-256}" --levels "${LEVELS:-0.5,0.7,1.0}" \
+  --duration "${DURATION:-40}" --fast-messages "${FAST:-5000}" --out "$OUT/bench-gpu-$SHAPE.json" "$@"
