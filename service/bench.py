@@ -145,7 +145,13 @@ async def saturation(settings: Settings, summarizer: Summarizer, conversations: 
         summarizer.policy.timeout_s = timeout
         await running.stop()
     ok = sum(e["status"] == "ok" for e in finals)
-    return {"summaries": len(finals), "ok": ok, "seconds": round(wall, 2), "summaries_per_s": round(len(finals) / wall, 3)}
+    # Where the wall time went: the last run's start is when the last conversation's end was
+    # ingested and scheduled; its summarizer time is the engine's share of the tail.
+    started = [datetime.fromisoformat(e["timings"]["trigger_at"]).timestamp() + e["timings"]["queue_ms"] / 1000 for e in finals]
+    llm = [e["timings"]["llm_ms"] / 1000 for e in finals]
+    return {"summaries": len(finals), "ok": ok, "seconds": round(wall, 2), "summaries_per_s": round(len(finals) / wall, 3),
+            "last_run_started_s": round(max(started) - started_at, 2), "llm_p50_s": round(percentile(llm, 50), 3),
+            "llm_max_s": round(max(llm), 3)}
 
 
 async def load_level(settings: Settings, summarizer: Summarizer, conversations: list[dict], rate: float,
@@ -180,8 +186,8 @@ async def load_level(settings: Settings, summarizer: Summarizer, conversations: 
     for e in finals:
         if e["fallback_reason"]:
             fallbacks[e["fallback_reason"]] = fallbacks.get(e["fallback_reason"], 0) + 1
-    # The SLA is the first summary's (the customer's third message); an update waits out the
-    # debounce (CHATSUM_DEBOUNCE_S) before it starts, by design, and counts it in its latency.
+    # The design's SLA is the first summary's (the customer's third message): shown apart from
+    # updates and end-of-chat summaries, whose load and timing differ.
     by_trigger: dict[str, dict[str, float]] = {}
     for trigger in sorted({e["trigger"] for e in finals}):
         of = [e["timings"]["latency_ms"] / 1000 for e in finals if e["trigger"] == trigger]

@@ -79,7 +79,7 @@ def run_load(producer: Producer, topic: str, conversations: list[dict], plan: Lo
     sessions = {f["session_id"] for _, f in events}
     bar = tqdm(total=len(events), desc=f"load {plan.rate:g} msg/s", unit="msg", disable=not progress)
     start = time.monotonic()
-    in_window = 0  # sent before the last conversation started: the tails after it thin out
+    in_window = 0  # due within the arrival window; the conversations' tails after it thin out
     for at, fields in events:
         if at <= plan.duration_s:
             in_window += 1
