@@ -64,6 +64,7 @@ class TriggerRules(BaseModel):
     debounce_s: float = 1.0
     idle_timeout_s: float = 300.0
     max_messages: int = 200
+    max_chars: int = 20_000
 
 
 def _bump(session: Session, trigger: Trigger, trigger_ts: float, due_at: float) -> None:
@@ -93,10 +94,7 @@ def apply_message(
     session.last_activity = now
     if text:
         session.messages.append(Message(role=role, text=text, ts=ts))
-        overflow = len(session.messages) - rules.max_messages
-        if overflow > 0:
-            del session.messages[:overflow]
-            session.dropped_messages += overflow
+        _trim(session, rules)
     if role == "user" and text:
         session.user_messages += 1
         if session.user_messages == rules.user_messages:
@@ -111,6 +109,21 @@ def apply_message(
         if session.user_messages:
             _bump(session, "end_of_chat", ts, now)
     return True
+
+
+def _trim(session: Session, rules: TriggerRules) -> None:
+    """Drop the oldest messages beyond the count or the total length: every message rewrites the
+    whole row to the changelog, and a flood of long messages would grow it past what a Kafka
+    record may hold (1 MB by default). The prompt uses only the transcript's end anyway."""
+    messages = session.messages
+    chars = sum(len(m.text) for m in messages)
+    drop = 0
+    while len(messages) - drop > 1 and (len(messages) - drop > rules.max_messages or chars > rules.max_chars):
+        chars -= len(messages[drop].text)
+        drop += 1
+    if drop:
+        del messages[:drop]
+        session.dropped_messages += drop
 
 
 def apply_idle(session: Session, *, now: float, rules: TriggerRules) -> bool:

@@ -56,6 +56,10 @@ class Settings(BaseSettings):
     tick_s: float = Field(0.1, gt=0, description="How often due summaries are looked for, besides when one ends or falls due.")
     feedback_window_s: float = Field(3600.0, ge=0, description="A closed session is kept this long for agent feedback.")
     max_transcript_messages: int = Field(200, ge=10, description="Oldest messages are dropped beyond this.")
+    max_transcript_chars: int = Field(
+        20_000, ge=1000, description="Oldest messages are dropped beyond this total length, which keeps a session's "
+        "changelog record far below Kafka's 1 MB limit (a prompt uses at most CHATSUM_MAX_PROMPT_CHARS of the end).",
+    )
     max_text_chars: int = Field(4000, ge=100, description="Longer message texts are cut (and counted).")
 
     # --- Model and engine ---------------------------------------------------------------------

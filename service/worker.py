@@ -99,6 +99,7 @@ class ChatsumWorker:
             debounce_s=settings.debounce_s,
             idle_timeout_s=settings.idle_timeout_s,
             max_messages=settings.max_transcript_messages,
+            max_chars=settings.max_transcript_chars,
         )
         self.app = faust_app(settings, web_enabled=web_enabled)
         raw = dict(key_serializer="raw", value_serializer="raw")

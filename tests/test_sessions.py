@@ -71,6 +71,22 @@ def test_transcript_is_bounded_oldest_dropped_and_counted():
     assert s.dropped_messages == 3
 
 
+def test_a_flood_of_long_messages_keeps_the_row_small_and_the_newest_message():
+    """Every message rewrites the row to the changelog: 200 messages of 4,000 CJK characters
+    would make a 2.4 MB record, past Kafka's default 1 MB limit."""
+    rules = TriggerRules(max_messages=200, max_chars=20_000)
+    s = Session(session_id="s", partition=0)
+    for i in range(200):
+        apply_message(s, message_id=f"m{i}", role="user", text=f"{i:03d}" + "退" * 3997, ts=float(i), end_of_chat=False,
+                      now=float(i), rules=rules)
+        assert sum(len(m.text) for m in s.messages) <= 20_000
+    assert len(s.encode()) < 100_000
+    assert s.messages[-1].text.startswith("199") and s.dropped_messages == 200 - len(s.messages)
+    huge = Session(session_id="h", partition=0)  # one message over the cap alone is kept (it was cut at ingest)
+    apply_message(huge, message_id="x", role="user", text="退" * 30_000, ts=0.0, end_of_chat=False, now=0.0, rules=rules)
+    assert len(huge.messages) == 1
+
+
 def test_published_never_goes_backwards():
     s = Session(session_id="s", partition=0, version=5)
     apply_published(s, 4)
