@@ -12,12 +12,13 @@ import json
 import logging
 import threading
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from pydantic import ValidationError
 
 from .contracts import FeedbackEvent, SummaryFields
 from .fewshot import CaseIndex, CaseTurn, FewShotCase, query_text
 from .sessions import Session
+from .tail import Tail
 from .settings import Settings
 
 log = logging.getLogger("chatsum.cases")
@@ -79,20 +80,13 @@ class CaseLog:
         consumer = Consumer(self.settings.kafka_client_config() | {
             "group.id": "chatsum-cases-reader", "enable.auto.commit": False, "auto.offset.reset": "earliest",
             "enable.partition.eof": True})
-        partition = TopicPartition(self.settings.topic_cases, 0, OFFSET_BEGINNING)
-        consumer.assign([partition])
+        consumer.assign([TopicPartition(self.settings.topic_cases, 0, OFFSET_BEGINNING)])
+        # Cases come seldom: at the end of the topic, look again only every `cases_refresh_s`.
+        tail = Tail(consumer, pace_s=self.settings.cases_refresh_s)
         try:
             while not self._stop.is_set() and not loop.is_closed():
-                msg = consumer.poll(0.5)
-                if msg is None:
-                    continue
-                if msg.error():
-                    if msg.error().code() == KafkaError._PARTITION_EOF:
-                        # Cases come seldom: look again later instead of fetching all the time
-                        # (a paused partition is not fetched at all).
-                        consumer.pause([partition])
-                        self._stop.wait(self.settings.cases_refresh_s)
-                        consumer.resume([partition])
+                msg = tail.poll(0.5)
+                if msg is None or msg.error():
                     continue
                 case_id = (msg.key() or b"").decode()
                 if msg.value() is None:
