@@ -128,7 +128,7 @@ def _trim(session: Session, rules: TriggerRules) -> None:
 
 def apply_idle(session: Session, *, now: float, rules: TriggerRules) -> bool:
     """Close a session that has been silent for the idle timeout; summarise it if it has content."""
-    if session.closed or now - session.last_activity < rules.idle_timeout_s:
+    if not is_idle(session, now, rules):
         return False
     session.closed = True
     if session.user_messages:
