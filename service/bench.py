@@ -188,11 +188,11 @@ async def load_level(settings: Settings, summarizer: Summarizer, conversations: 
             fallbacks[e["fallback_reason"]] = fallbacks.get(e["fallback_reason"], 0) + 1
     # The design's SLA is the first summary's (the customer's third message): shown apart from
     # updates and end-of-chat summaries, whose load and timing differ.
-    by_trigger: dict[str, dict[str, float]] = {}
+    by_trigger: dict[str, dict[str, float | None]] = {}
     for trigger in sorted({e["trigger"] for e in finals}):
         of = [e["timings"]["latency_ms"] / 1000 for e in finals if e["trigger"] == trigger]
         by_trigger[trigger] = {"n": len(of), "p50_s": round(percentile(of, 50), 3), "p99_s": round(percentile(of, 99), 3),
-                               "sla_rate": round(sum(x <= settings.sla_s for x in of) / len(of), 3)}
+                               "sla_rate": _sla_rate(of, settings.sla_s)}
     return {
         "offered_msgs_per_s": rate, "achieved_msgs_per_s": sent["achieved_rate"], "conversations": sent["conversations"],
         "summaries": len(finals), "summaries_per_s": round(len(finals) / max(sent["seconds"], 1e-9), 3),
@@ -200,9 +200,13 @@ async def load_level(settings: Settings, summarizer: Summarizer, conversations: 
         "p99_s": round(percentile(latencies, 99), 3),
         "llm_p50_s": round(percentile(llm, 50), 3), "llm_p99_s": round(percentile(llm, 99), 3),
         "outside_llm_p50_s": round(percentile(around, 50), 3), "outside_llm_p99_s": round(percentile(around, 99), 3),
-        "sla_rate": round(sum(x <= settings.sla_s for x in latencies) / len(latencies), 3) if latencies else None,
+        "sla_rate": _sla_rate(latencies, settings.sla_s),
         "max_lag": max(lag_samples or [0.0]), "fallbacks": fallbacks, "by_trigger": by_trigger,
     }
+
+
+def _sla_rate(latencies: list[float], sla_s: float) -> float | None:
+    return round(sum(x <= sla_s for x in latencies) / len(latencies), 3) if latencies else None
 
 
 class _Instant:
