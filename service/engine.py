@@ -54,7 +54,6 @@ class EngineSettings:
     gpu_memory_utilization: float = 0.3
     enable_prefix_caching: bool = True
     enable_chunked_prefill: bool | None = None
-    stream_interval: int = 1
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -99,7 +98,6 @@ class Engine:
             # Without this, small models fill the JSON with whitespace until max_tokens.
             structured_outputs_config={"backend": "xgrammar", "disable_any_whitespace": True},
             disable_log_stats=False,
-            stream_interval=self.config.stream_interval,
         )
         if self.config.enable_chunked_prefill is not None:
             kwargs["enable_chunked_prefill"] = self.config.enable_chunked_prefill

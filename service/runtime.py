@@ -31,7 +31,6 @@ def engine_from_settings(settings: Settings) -> Engine:
             max_model_len=settings.max_model_len,
             max_num_seqs=settings.max_num_seqs,
             gpu_memory_utilization=settings.gpu_memory_utilization,
-            stream_interval=settings.stream_interval,
         )
     )
 

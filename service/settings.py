@@ -68,10 +68,6 @@ class Settings(BaseSettings):
     max_model_len: int = 4096
     max_num_seqs: int = Field(16, ge=1, description="vLLM batch size: sessions decoded at once.")
     gpu_memory_utilization: float = Field(0.3, gt=0, le=1, description="On CPU: share of RAM for KV cache.")
-    stream_interval: int = Field(
-        1, ge=1, description="Output tokens per delta the engine streams to the worker (vLLM's stream_interval). "
-        "Larger values save host work per token on a GPU; the partial summary comes up to that many tokens later.",
-    )
     max_tokens: int = Field(128, ge=16, description="Output budget of one summary.")
     max_prompt_chars: int = Field(3000, ge=200, description="Transcript beyond this is cut from the start.")
     max_inflight: int = Field(16, ge=1, description="Summaries in the engine at once per worker.")
