@@ -15,7 +15,13 @@ Every line is ``{"text": ..., "spans": [{"type": ..., "value": ...}],
 * ``negatives`` are look-alikes that must survive masking: order numbers
   (some pass Luhn or the ID checksum), prices, dates, SKUs, tracking numbers,
   quantities, Luhn-failing card-length numbers, 11-digit numbers that are not
-  mobiles, and role words after name cues ("我是客户").
+  mobiles, role words after name cues ("我是客户"), and app/product words
+  and numbers next to IM cues ("QQ音乐", "QQ群 123456789", "微信版本8.0.49").
+
+Mobile numbers also come as ``86``-prefixed numbers without ``+`` and,
+rarely, spelled in Chinese numerals ("一三八 幺二三四 五六七八"). ``im_account``
+spans are WeChat ids and QQ numbers given in chat; the span is the id
+alone, never the cue word in front of it.
 
 All values are synthetic and generated to be *valid*: ID numbers carry a
 correct MOD 11-2 check digit and a real birth date, bank cards pass Luhn and
@@ -35,7 +41,9 @@ import sys
 from pathlib import Path
 
 SEED = 20261103
-SIZE = 2400
+# Big enough that the rarest type (passport) keeps >= 100 spans now that
+# im_account templates take their share: 2400 left it at 107 with this seed.
+SIZE = 2800
 OUTPUT = Path(__file__).resolve().parent / "data" / "pii_labelled.jsonl"
 
 # ---------------------------------------------------------------------------
@@ -150,6 +158,32 @@ RURAL = (
 
 FULLWIDTH = str.maketrans("0123456789-+", "０１２３４５６７８９－＋")
 
+# Digits spelled out, as customers type them to get past "no phone numbers"
+# filters. 1 and 0 have a second spelling (幺 as read out over the phone,
+# 〇/零); a writer mostly sticks to one spelling for the whole number.
+CN_DIGITS = dict(zip("23456789", "二三四五六七八九"))
+
+# Handles people build WeChat ids from (pinyin names, English names, nicknames),
+# and words they tack on. Letters only: separators and digits are added by
+# Values.wechat_id().
+WECHAT_HANDLES = (
+    "lily", "zhangwei", "xiaoming", "amy", "sunny", "kevin", "chenjie", "wangfang",
+    "tianxin", "mia", "jack", "huanglei", "yoyo", "linlin", "dabao", "momo", "coco",
+    "leo", "xiaoyu", "ayu", "mengmeng", "zhaomin", "liuyang", "tony", "ivy", "grace",
+    "qiqi", "lisa", "haoran", "xiaohui", "alex", "doudou",
+)
+WECHAT_WORDS = (
+    "chen", "wang", "sky", "love", "happy", "cat", "sh", "bj", "gz", "home", "shop",
+    "mama", "baby", "zz", "vip", "online",
+)
+# Two-syllable pinyin names, for ids written syllable by syllable ("zhang-wei-1990").
+PINYIN_NAMES = (
+    ("zhang", "wei"), ("wang", "fang"), ("chen", "jie"), ("huang", "lei"), ("liu", "yang"),
+    ("zhao", "min"), ("xiao", "ming"), ("hao", "ran"), ("tian", "xin"), ("li", "na"),
+    ("sun", "li"), ("zhou", "jie"),
+)
+ID_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789"
+
 
 def luhn_complete(prefix: str, length: int, rng: random.Random) -> str:
     body = prefix + "".join(rng.choice("0123456789") for _ in range(length - len(prefix) - 1))
@@ -192,13 +226,28 @@ class Values:
         r = self.rng
         number = r.choice(MOBILE_PREFIXES) + self.digits(8)
         a, b, c = number[:3], number[3:7], number[7:]
+        if r.random() < 1 / 15:
+            return self.chinese_mobile(number)
         form = r.choice((
             number, number, number, f"{a} {b} {c}", f"{a}-{b}-{c}", f"+86 {number}",
             f"+86{number}", f"0086 {a} {b} {c}", f"+86-{a}-{b}-{c}", f"{a}{b} {c}",
+            # Country code typed without "+" or "00": still a mobile number.
+            f"86{number}", r.choice((f"86 {number}", f"86-{a}-{b}-{c}", f"86 {a} {b} {c}")),
         ))
         if r.random() < 0.06:
             form = form.translate(FULLWIDTH)
         return form
+
+    def chinese_mobile(self, number: str) -> str:
+        """``number`` spelled in Chinese numerals, sometimes grouped 3-4-4."""
+        r = self.rng
+        spell = dict(CN_DIGITS, **{"0": r.choice(("〇", "零")), "1": "幺" if r.random() < 0.3 else "一"})
+        words = "".join(spell[d] for d in number)
+        if spell["1"] == "幺" and r.random() < 0.3:
+            words = "一" + words[1:]  # 幺 only after the leading 1, as read out: 一三八幺二…
+        if r.random() < 0.25:
+            words = f"{words[:3]} {words[3:7]} {words[7:]}"
+        return words
 
     def landline(self) -> str:
         r = self.rng
@@ -268,6 +317,60 @@ class Values:
             return "E" + r.choice("ABCDEFGHJKLMNPQRSTUVWXYZ") + self.digits(7)
         return "G" + self.digits(8)
 
+    def im_account(self, platform: str | None = None, explicit: bool = False) -> str:
+        """A WeChat id or QQ number; ``platform`` comes from the cue in the
+        template ("qq", "wechat", or None when the sentence doesn't say)."""
+        if platform is None:
+            platform = "qq" if self.rng.random() < 0.4 else "wechat"
+        return self.qq_number() if platform == "qq" else self.wechat_id(explicit)
+
+    def qq_number(self) -> str:
+        """5-11 digits, no leading 0. Most numbers in use today have 9 or 10
+        digits (10-digit ones stay under ~4e9, so start with 1-3); short ones
+        are old accounts. 11-digit ones start with 2 or 3 here so that no QQ
+        number is also a valid mobile number, which would make the label
+        ambiguous."""
+        r = self.rng
+        length = r.choices((5, 6, 7, 8, 9, 10, 11), weights=(2, 3, 5, 12, 35, 35, 8))[0]
+        first = r.choice("23" if length == 11 else "123" if length == 10 else "123456789")
+        number = first + self.digits(length - 1)
+        if r.random() < 0.05:
+            number = number.translate(FULLWIDTH)
+        return number
+
+    def wechat_id(self, explicit: bool = False) -> str:
+        """6-20 characters, a letter first, then letters, digits, "_" or "-".
+
+        Only a sentence that says 微信号/WeChat ID outright gets a letters-only
+        id ("lilychen"): after a bare "vx" or "微信" such a word could be any
+        word, and nobody can tell it is an account."""
+        r = self.rng
+        while True:
+            style = r.random()
+            handle = r.choice(WECHAT_HANDLES)
+            if explicit and style < 0.2:
+                wid = handle + r.choice(WECHAT_WORDS)
+            elif style < 0.3:  # the id WeChat assigns when the user never set one
+                wid = "wxid_" + "".join(r.choice(ID_CHARS) for _ in range(r.choice((10, 12, 14))))
+            elif style < 0.65:  # lily_2020, zhangwei-88, kevin1990
+                tail = r.choice((str(r.randint(1975, 2012)), str(r.randint(1, 999)),
+                                 f"{r.randint(1, 12):02d}{r.randint(1, 28):02d}"))
+                wid = handle + r.choice(("_", "-", "", "")) + tail
+            elif style < 0.8:  # amy_chen, sunny-sky
+                wid = handle + r.choice("_-") + r.choice(WECHAT_WORDS)
+                if r.random() < 0.4:
+                    wid += str(r.randint(1, 99))
+            elif style < 0.9:  # Amy0520, Kevin_Wu
+                wid = handle.capitalize() + r.choice((f"{r.randint(1, 12):02d}{r.randint(1, 28):02d}",
+                                                     "_" + r.choice(WECHAT_WORDS).capitalize()))
+            else:  # zhang-wei-1990, zhang_wei_88: a name written syllable by syllable
+                sep = r.choice("-_")
+                wid = sep.join(r.choice(PINYIN_NAMES)) + sep + str(r.choice((r.randint(1975, 2012), r.randint(1, 99))))
+            if not (6 <= len(wid) <= 20) or not wid[0].isalpha() or wid.endswith("-"):
+                continue
+            if explicit or any(ch.isdigit() or ch in "_-" for ch in wid):
+                return wid
+
     def address(self) -> str:
         r = self.rng
         kind = r.random()
@@ -334,7 +437,7 @@ class Negatives:
     def sentence(self) -> tuple[str, list[str]]:
         r = self.rng
         v = self.v
-        kind = r.randrange(27)
+        kind = r.randrange(30)
         if kind == 0:
             n = str(r.randint(1, 9)) + v.digits(11)
             return r.choice((f"订单号{n}什么时候发货", f"我的订单 {n} 还没到", f"订单号：{n}，麻烦查一下")), [n]
@@ -414,6 +517,42 @@ class Negatives:
         if kind == 25:
             hours = r.choice(("9:00-18:00", "10:00-22:00", "08:30-17:30"))
             return r.choice((f"工作时间{hours}", f"营业时间 {hours}，周末休息")), [hours]
+        if kind == 27:
+            # Numbers after IM cues that are not anybody's account.
+            group = str(r.randint(1, 9)) + v.digits(r.randint(6, 9))
+            version = f"8.0.{r.randint(20, 55)}"
+            steps = str(r.randint(3000, 29999))
+            amount = str(r.randint(50, 5000))
+            return r.choice((
+                (f"QQ群 {group} 里说的活动还有吗", [group]),
+                (f"我是在QQ群{group}看到的优惠券", [group]),
+                (f"微信版本{version}，扫码一直闪退", [version]),
+                (f"wechat 版本 {version} 打不开小程序", [version]),
+                (f"微信运动今天{steps}步，活动送的积分呢", [steps]),
+                (f"微信转账{amount}给你们客服了，怎么还没发货", [amount]),
+            ))
+        if kind == 28:
+            # App and payment names built on "微信"/"QQ"/"wechat": no account in them.
+            return r.choice((
+                ("QQ音乐会员到期了，能续吗", ["QQ音乐会员"]),
+                ("用微信支付付的款，怎么退", ["微信支付"]),
+                ("wechat pay 付款失败了", ["wechat pay"]),
+                ("WeChat Pay payment failed, please check", ["WeChat Pay payment failed"]),
+                ("QQ浏览器打不开页面", ["QQ浏览器"]),
+                ("你们支持微信和支付宝吗", ["微信和支付宝"]),
+                ("微信小程序下的单，订单找不到", ["微信小程序"]),
+                ("QQ邮箱收不到你们的邮件", ["QQ邮箱"]),
+                ("微信 payment 怎么用", ["payment"]),
+            ))
+        if kind == 29:
+            # Chinese numerals in ordinary sentences, not a spelled-out phone number.
+            return r.choice((
+                ("三五个工作日能到吗", ["三五个工作日"]),
+                ("第一三五排的座位还有吗", ["第一三五排"]),
+                ("一二十块钱的东西，退个款这么麻烦", ["一二十块钱"]),
+                ("一二三四五六七八九十，数了好几遍都少一个", ["一二三四五六七八九十"]),
+                ("一百三十八元买的，二十天就坏了", ["一百三十八元"]),
+            ))
         word = r.choice(("一致", "没错", "对的"))
         return f"户名{word}，就是我本人", [word]
 
@@ -519,6 +658,25 @@ TEMPLATES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("护照号码 {passport}，有效期到2030年", ("passport",)),
     ("Passport: {passport}", ("passport",)),
     ("海关要护照号，我的是{passport}", ("passport",)),
+    # im_account: the id alone is the value, the cue word stays
+    ("加我微信：{im_account}", ("im_account",)),
+    ("微信号是{im_account}，加的时候备注订单号", ("im_account",)),
+    ("vx {im_account}", ("im_account",)),
+    ("我的wx：{im_account}", ("im_account",)),
+    ("QQ号{im_account}", ("im_account",)),
+    ("qq：{im_account} 有事留言", ("im_account",)),
+    ("扣扣{im_account}", ("im_account",)),
+    ("wechat: {im_account}", ("im_account",)),
+    ("WeChat ID {im_account}", ("im_account",)),
+    ("威信{im_account}", ("im_account",)),
+    ("微信 {im_account} 加一下发图片给你", ("im_account",)),
+    ("图片发不了，加我V信{im_account}我发给你", ("im_account",)),
+    ("{im_account} 这是我微信，加一下", ("im_account",)),
+    ("我QQ是{im_account}，截图发你们", ("im_account",)),
+    ("售后能加个微信吗？我的是{im_account}", ("im_account",)),
+    ("我微信号{im_account}，手机号不是这个", ("im_account",)),
+    ("QQ/微信同号：{im_account}", ("im_account",)),
+    ("my wechat is {im_account}", ("im_account",)),
     # combinations: pasted shipping blocks and multi-item messages
     ("{name} {mobile} {address}", ("name", "mobile", "address")),
     ("收件人：{name}，电话：{mobile}，地址：{address}", ("name", "mobile", "address")),
@@ -532,6 +690,8 @@ TEMPLATES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("寄到{address}，收件人{name}，{mobile}", ("address", "name", "mobile")),
     ("身份证号{id_card}，银行卡{bank_card}", ("id_card", "bank_card")),
     ("手机{mobile}或者座机{landline}都可以", ("mobile", "landline")),
+    ("{name} 微信{im_account} 手机{mobile}", ("name", "im_account", "mobile")),
+    ("邮箱{email}，急事QQ找我{im_account}", ("email", "im_account")),
 )
 
 # Combinations of PII with a look-alike in the same message.
@@ -545,6 +705,9 @@ MIXED_TEMPLATES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("货号{sku}，联系人{name}", ("name",)),
     ("单号：{order_luhn}，收件人{name}，{mobile}", ("name", "mobile")),
     ("订单{order_id}，我的身份证是{id_card}", ("id_card",)),
+    ("订单号{order}，加我微信{im_account}发照片，或者打{mobile}", ("im_account", "mobile")),
+    ("快递单号{tracking}，收件人{name}，QQ{im_account}", ("name", "im_account")),
+    ("付了{price}没收到货，邮箱{email}，wx：{im_account}", ("email", "im_account")),
 )
 
 NOISE = ("", "", "", "", "😊", "🙏", "👍", " ", "\n", "～", "呢", "哈")
@@ -552,12 +715,27 @@ PREFIXES = ("", "", "", "你好，", "在吗？", "客服你好，", "亲，", "
 SUFFIXES = ("", "", "", "，谢谢", "，麻烦尽快处理", "，在线等", "。", "！！", "，多谢了", "，辛苦了")
 
 
+def _im_cue(template: str) -> tuple[str | None, bool]:
+    """Which platform the template's cue names, and whether it says 微信号/WeChat
+    ID outright. A QQ cue wins ("QQ/微信同号" is a QQ number used for both)."""
+    low = template.lower()
+    if "qq" in low or "扣扣" in template:
+        return "qq", False
+    explicit = "微信号" in template or "wechat id" in low
+    if any(cue in low for cue in ("微信", "wechat", "wx", "vx", "v信", "威信")):
+        return "wechat", explicit
+    return None, explicit
+
+
 def _fill(template: str, types: tuple[str, ...], v: Values, neg: Negatives, rng: random.Random) -> dict:
     spans: list[dict] = []
     negatives: list[str] = []
     values: dict[str, str] = {}
     for key in types:
-        values[key] = getattr(v, key)()
+        if key == "im_account":
+            values[key] = v.im_account(*_im_cue(template))
+        else:
+            values[key] = getattr(v, key)()
     extra = {
         "order": str(rng.randint(1, 9)) + v.digits(11),
         "order_luhn": neg.order_luhn(),

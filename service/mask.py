@@ -50,6 +50,7 @@ PII_TYPES: tuple[str, ...] = (
     "address",
     "name",
     "passport",
+    "im_account",
 )
 
 PLACEHOLDERS: dict[str, str] = {
@@ -61,6 +62,7 @@ PLACEHOLDERS: dict[str, str] = {
     "address": "[地址]",
     "name": "[姓名]",
     "passport": "[护照号]",
+    "im_account": "[社交账号]",
 }
 
 
@@ -203,7 +205,9 @@ _PHONE = re.compile(
     # "+" is a separator of its own, so "+86…" needs no look-behind (and
     # must not get one: "13812345678+8613912345678" would then only be
     # fully masked on a second call).
-    r"(?:\+86[ -]?|0(?<![0-9A-Za-z]0)086[ -]?|[(（]\+?86[)）] ?)1" + _MOBILE_REST
+    # "86" alone, as people type it without the "+": an IMEI that starts
+    # with 86 is 15 digits and fails the end boundary.
+    r"(?:\+86[ -]?|0(?<![0-9A-Za-z]0)086[ -]?|8(?<![0-9A-Za-z]8)6[ -]?|[(（]\+?86[)）] ?)1" + _MOBILE_REST
     + r"|1(?<![0-9A-Za-z]1)" + _MOBILE_REST
     + r")|(?P<landline>"
     r"[(（] ?0" + _AREA_REST + r" ?[)）] ?-? ?" + _LOCAL
@@ -211,10 +215,57 @@ _PHONE = re.compile(
     + r"))" + _NA
 )
 
+# A mobile spelled in Chinese numerals, as customers write it to get past
+# chat filters ("一三八 一二三四 五六七八", 幺 for one): eleven numerals in a
+# row occur in no ordinary sentence.
+_CN_NUMERALS = "零〇一二三四五六七八九幺两"
+_CN_MOBILE = re.compile(
+    r"[一幺](?<![" + _CN_NUMERALS + r"][一幺])[三四五六七八九](?:[ -]?[零〇一二三四五六七八九幺]){9}"
+    r"(?![" + _CN_NUMERALS + r"])"
+)
+
 # Quick test for "is there anything that could be a phone, ID or card":
 # every one of them contains three digits followed by at least four more
 # digits, spaces or dashes.  Chat lines without one skip the number passes.
 _NUMBER_HINT = re.compile(r"[0-9]{3}[0-9 -]{3,}[0-9]")
+
+# --- instant-messaging accounts ------------------------------------------
+
+# A WeChat or QQ id is personal data where the chat says it is one, and chats
+# say it in several ways: after a cue ("加我微信：lily_2020", "QQ号12345678",
+# "QQ/微信同号：…", "急事QQ找我…", "my wechat is …"), a few words after one
+# ("能加个微信吗？我的是…"), or before one ("lily_2020 这是我微信").  After a
+# bare WeChat cue an ordinary word may follow ("微信 payment"), so the id must
+# then look like one (a digit, "_" or "-" in it).  WeChat's generated ids
+# ("wxid_…") need no cue.  Phone numbers and e-mail addresses used as ids are
+# masked as such before this pass.
+_IM_CUES = ("信", "扣扣", "vx", "wx", "qq", "wechat")  # lower-cased; 信: 微信 威信 薇信 v信
+_IM_CUE = r"(?:微信|威信|薇信|扣扣|(?<![A-Za-z0-9_-])(?i:v信|vx|wx|wechat|qq))"
+
+
+def _im_id(digits_after_cue: bool = False) -> str:
+    """An id that is never a piece of a longer ASCII run, on either side, so that masking
+    cannot shorten a run into one that matches on a second call. Digits may follow a latin
+    cue's letters directly ("QQ12345678") where the cue comes first."""
+    left = r"(?<![A-Za-z0-9_-])"
+    digits_left = r"(?:" + left + r"|(?<=[Qq][Qq])|(?<=[VvWw][Xx]))" if digits_after_cue else left
+    return (
+        r"(?P<account>" + left + r"[A-Za-z][-_A-Za-z0-9]{5,19}|" + digits_left + r"[1-9][0-9]{4,11})"
+        r"(?![-_A-Za-z0-9])"
+    )
+
+
+_WXID = re.compile(r"(?<![A-Za-z0-9_-])wxid_[A-Za-z0-9_-]{4,}")
+_IM_AFTER_CUE = re.compile(
+    r"(?P<cue>" + _IM_CUE + r"(?:\s*[/、和或]\s*" + _IM_CUE + r")*)"
+    r"(?P<explicit>同号|号码|号|账号|(?i: ?id))?"
+    r"\s*(?:[:：])?\s*(?:是|为|叫|找我|加我|联系我|搜)?\s*(?:[:：])?\s*" + _im_id(digits_after_cue=True)
+)
+_IM_ENGLISH = re.compile(r"(?<![A-Za-z])(?i:my\s+(?:wechat|qq)(?:\s+id)?\s+is)\s+" + _im_id())
+# "能加个微信吗？我的是…": the cue, then a few words without digits or letters.
+_IM_MINE = re.compile(_IM_CUE + r"[^A-Za-z0-9\[\]\n]{0,10}?(?:我的|我)(?:号)?是\s*(?:[:：])?\s*" + _im_id())
+# The cue is looked ahead at, not consumed: it may end where the next id starts.
+_IM_BEFORE_CUE = re.compile(_im_id() + r"(?=\s*[,，]?\s*(?:这|这个)?(?:就)?是我(?:的)?" + _IM_CUE + r")")
 
 # --- names ---------------------------------------------------------------
 
@@ -289,7 +340,10 @@ _PLACE_START = re.compile(r"(?:" + _PLACES + r")")
 # before names, so the phone is already a placeholder here.
 _NAME_BEFORE_PHONE = re.compile(
     r"(?<![\u4e00-\u9fffA-Za-z0-9])" + _NAME_BODY
-    + r"(?=[\s,，]?(?:(?:电话|手机|手机号|联系方式|tel)[:：]?\s*)?(?:\[手机号\]|\[固话\]))"
+    + r"(?=[\s,，]?"
+    # The block may give an IM account between the name and the phone.
+    + r"(?:(?:" + _IM_CUE + r")(?:号)?[:：]?\s*\[社交账号\][\s,，]?)?"
+    + r"(?:(?:电话|手机|手机号|联系方式|tel)[:：]?\s*)?(?:\[手机号\]|\[固话\]))"
 )
 _ENGLISH_NAME = re.compile(
     r"(?<![A-Za-z])(?i:my\s+name\s+is|my\s+name's|full\s+name\s*[:：]|name\s*[:：])\s*"
@@ -418,6 +472,34 @@ def _classify_phone(match: re.Match[str]) -> str | None:
     if _business_cued(match.string, match.start()):
         return None
     return "mobile" if match.group("mobile") else "landline"
+
+
+def _mask_chinese_numeral_mobiles(text: str, counts: dict[str, int]) -> str:
+    if "一" not in text and "幺" not in text:
+        return text
+    return _sub(_CN_MOBILE, text, lambda m: "mobile", counts)
+
+
+def _classify_im_account(match: re.Match[str]) -> str | None:
+    account = match.group("account")
+    if _business_cued(match.string, match.start("account")):
+        return None
+    bare_wechat = not match.group("explicit") and "q" not in match.group("cue").lower() and "扣" not in match.group("cue")
+    if bare_wechat and account[0].isalpha() and not any(ch.isdigit() or ch in "_-" for ch in account):
+        return None
+    return "im_account"
+
+
+def _mask_im_accounts(text: str, counts: dict[str, int]) -> str:
+    lowered = text.lower()  # substring tests: a tenth of a regex search on every message
+    if not any(cue in lowered for cue in _IM_CUES):
+        return text
+    text = _sub(_WXID, text, lambda m: "im_account", counts)
+    text = _sub(_IM_AFTER_CUE, text, _classify_im_account, counts, group="account")
+    for pattern in (_IM_ENGLISH, _IM_MINE, _IM_BEFORE_CUE):
+        text = _sub(pattern, text, lambda m: None if _business_cued(m.string, m.start("account")) else "im_account",
+                    counts, group="account")
+    return text
 
 
 def _strip_title(name: str) -> str:
@@ -574,6 +656,8 @@ def mask_text(text: str) -> Masked:
     text = _mask_passport(text, counts)
     if _NUMBER_HINT.search(text) is not None:
         text = _mask_numbers(text, counts)
+    text = _mask_chinese_numeral_mobiles(text, counts)
+    text = _mask_im_accounts(text, counts)
     # Addresses before names: a name rule looks at what follows the name,
     # and that must already be final, or a second call could decide
     # differently (masking must be idempotent).

@@ -25,7 +25,9 @@ def masked(text: str) -> str:
 
 
 def test_public_constants():
-    assert PII_TYPES == ("mobile", "landline", "id_card", "bank_card", "email", "address", "name", "passport")
+    assert PII_TYPES == (
+        "mobile", "landline", "id_card", "bank_card", "email", "address", "name", "passport", "im_account",
+    )
     assert PLACEHOLDERS == {
         "mobile": "[手机号]",
         "landline": "[固话]",
@@ -35,6 +37,7 @@ def test_public_constants():
         "address": "[地址]",
         "name": "[姓名]",
         "passport": "[护照号]",
+        "im_account": "[社交账号]",
     }
 
 
@@ -55,6 +58,12 @@ def test_masked_is_frozen():
         ("0086 199 8765 4321联系", "[手机号]联系"),
         ("(+86)15912345678", "[手机号]"),
         ("手机：17712345678。", "手机：[手机号]。"),
+        # The country code typed without "+" or "00".
+        ("电话8613912345678", "电话[手机号]"),
+        ("86 139 1234 5678 打这个", "[手机号] 打这个"),
+        # Spelled in Chinese numerals, as people write it to get past chat filters.
+        ("手机号：一三八一二三四五六七八", "手机号：[手机号]"),
+        ("打幺三九 〇〇〇〇 一二三四", "打[手机号]"),
     ],
 )
 def test_mobile(text, expected):
@@ -239,6 +248,49 @@ def test_passport(text, expected):
     assert masked(text) == expected
 
 
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("加我微信：lily_2020", "加我微信：[社交账号]"),
+        ("微信号是zhangwei88，发图片给你", "微信号是[社交账号]，发图片给你"),
+        ("微信号：lilyzhang", "微信号：[社交账号]"),  # letters only: fine after an explicit 微信号
+        ("vx zhang-wei-1990", "vx [社交账号]"),
+        ("WeChat ID: lily2020", "WeChat ID: [社交账号]"),
+        ("wxid_k3j9x2m1p0 加我", "[社交账号] 加我"),
+        ("QQ号123456789，有事留言", "QQ号[社交账号]，有事留言"),
+        ("扣扣 10001", "扣扣 [社交账号]"),
+        ("微信同号13812345678", "微信同号[手机号]"),  # a phone number stays a phone number
+        ("qq邮箱12345@qq.com", "qq邮箱[邮箱]"),
+        ("QQ/微信同号：zhang_wei88", "QQ/微信同号：[社交账号]"),
+        ("急事QQ找我81842213", "急事QQ找我[社交账号]"),
+        ("能加个微信吗？我的是tony_bj97", "能加个微信吗？我的是[社交账号]"),
+        ("lily_2020 这是我微信，加一下", "[社交账号] 这是我微信，加一下"),
+        ("my wechat is Ivy_Chen", "my wechat is [社交账号]"),
+        # The usual pasted block: the name is found with an account between it and the phone.
+        ("王伟 微信kevin1002 手机13812345678", "[姓名] 微信[社交账号] 手机[手机号]"),
+    ],
+)
+def test_im_account(text, expected):
+    assert masked(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "用微信支付付的款",
+        "微信 payment 怎么用",  # no 号/id and nothing id-like: an ordinary word
+        "wechat pay 付款失败",
+        "QQ音乐会员到期了",
+        "QQ群 123456789 里说的活动",
+        "微信版本8.0.49",
+        "一二三四五六七八九十",
+        "第一三五七九排",
+    ],
+)
+def test_im_and_numeral_look_alikes_survive(text):
+    assert masked(text) == clean_text(text)
+
+
 def test_existing_placeholders_are_left_alone_and_not_counted():
     text = "[图片] 我的手机是[手机号]，地址[地址]，姓名[姓名]，[银行卡号]"
     result = mask_text(text)
@@ -282,6 +334,8 @@ _FRAGMENTS = st.sampled_from(
         "1", "3", "8", "0", "9", "X", "E", " ", "-", "+86", "(", ")", "（", "）", "@", ".com",
         "，", "：", "[手机号]", "[地址]", "[姓名]", "[图片]", "13812345678", "010-62345678",
         ID_18, CARD_19, "abc@qq.com", "E12345678", "建国路88号", "2号楼1203室",
+        "微信", "微信号", "vx", "QQ", "扣扣", "wxid_", "lily_2020", "一", "三", "八", "〇", "幺", "86",
+        "这是我微信", "我的是", "/", "同号", "找我", "my wechat is ", "[社交账号]",
     ]
 )
 _MESSY_TEXT = st.lists(_FRAGMENTS | st.text(max_size=4), max_size=25).map("".join)

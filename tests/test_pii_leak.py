@@ -30,6 +30,8 @@ def pii_sentences(per_type: int = 2) -> list[tuple[str, list[str]]]:
     picked: dict[str, list] = {}
     for row in rows:
         kinds = {s["type"] for s in row["spans"]}
+        if any(s["value"].isdigit() and len(s["value"]) < 8 for s in row["spans"]):
+            continue  # a short number (a QQ number) can occur by chance in offsets or metric values
         if len(kinds) == 1 and len(picked.setdefault(next(iter(kinds)), [])) < per_type:
             picked[next(iter(kinds))].append((row["text"], [s["value"] for s in row["spans"]]))
     return [item for items in picked.values() for item in items]
