@@ -8,6 +8,7 @@ customers do write "ignore previous instructions" into chats.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -43,19 +44,46 @@ class Case(Protocol):
     def answer(self) -> dict[str, str]: ...
 
 
+# Order numbers, item codes and tracking numbers (what item_id is copied from); not dates.
+_IDENTIFIER = re.compile(
+    r"(?<![0-9A-Za-z_-])(?![0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?![0-9A-Za-z_-]))(?=[0-9A-Za-z_-]*[0-9])"
+    r"[0-9A-Za-z][0-9A-Za-z_-]{5,39}(?![0-9A-Za-z_-])"
+)
+_NOTE_CHARS = 160  # "（中间 N 条消息已省略，其中提到：…）" with three identifiers
+
+
 def render_transcript(turns: Sequence[Turn], max_chars: int) -> str:
-    """One line per message, newest kept when too long (the request is usually recent)."""
+    """One line per message. A transcript longer than `max_chars` keeps its opening (up to the
+    customer's first message, where the problem and the order number are usually stated) and as
+    many of the newest messages as fit; the middle is replaced by a note of how many messages it
+    held and the identifiers mentioned in them, so an order number from anywhere can still be
+    copied into item_id."""
     lines = [f"{ROLE_LABELS.get(t.role, t.role)}：{t.text}" for t in turns]
-    kept: list[str] = []
-    used = 0
-    for line in reversed(lines):
-        if used + len(line) > max_chars and kept:
+    if sum(len(line) + 1 for line in lines) - 1 <= max_chars:
+        return "\n".join(lines)
+    opened = next((i + 1 for i, t in enumerate(turns) if t.role == "user"), 1)  # lines the opening covers
+    if opened == len(lines):
+        return "\n".join(lines)[:max_chars]
+    head = lines[:opened]
+    if sum(len(line) + 1 for line in head) > max_chars // 3:
+        head = [lines[opened - 1][: max_chars // 3]]  # the customer's first message; its start matters most
+    budget = max_chars - sum(len(line) + 1 for line in head) - min(_NOTE_CHARS, max_chars // 5)
+    tail: list[str] = []
+    for line in reversed(lines[opened:]):
+        if len(line) > budget:
+            if not tail:  # the newest message alone is too long: keep its label and its end
+                label = line[: line.index("：") + 1]
+                tail.append(label + "…" + line[len(line) - max(budget - len(label) - 1, 0):])
             break
-        kept.append(line[-max_chars:])
-        used += len(line) + 1
-    dropped = len(lines) - len(kept)
-    head = [f"（前面 {dropped} 条消息已省略）"] if dropped else []
-    return "\n".join(head + kept[::-1])
+        tail.append(line)
+        budget -= len(line) + 1
+    tail.reverse()
+    middle = lines[opened : len(lines) - len(tail)]
+    if not middle:
+        return "\n".join(head + tail)
+    ids = list(dict.fromkeys(m for line in middle for m in _IDENTIFIER.findall(line)))[-3:]
+    note = f"（中间 {len(middle)} 条消息已省略" + (f"，其中提到：{'、'.join(ids)}）" if ids else "）")
+    return "\n".join(head + [note] + tail)
 
 
 def _user_turn(transcript: str) -> str:

@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 from .contracts import Role, Trigger
 
 SEEN_IDS_KEPT = 512
+_OPENING_MAX = 5  # messages kept from the start when a long transcript is cut
 
 
 class Message(BaseModel):
@@ -112,17 +113,19 @@ def apply_message(
 
 
 def _trim(session: Session, rules: TriggerRules) -> None:
-    """Drop the oldest messages beyond the count or the total length: every message rewrites the
-    whole row to the changelog, and a flood of long messages would grow it past what a Kafka
-    record may hold (1 MB by default). The prompt uses only the transcript's end anyway."""
+    """Drop messages beyond the count or the total length, oldest first but after the opening
+    (up to the customer's first message, where the problem and the order number are usually
+    stated): every message rewrites the whole row to the changelog, and a flood of long messages
+    would grow it past what a Kafka record may hold (1 MB by default)."""
     messages = session.messages
+    keep = min(next((i + 1 for i, m in enumerate(messages) if m.role == "user"), 0), _OPENING_MAX)
     chars = sum(len(m.text) for m in messages)
     drop = 0
-    while len(messages) - drop > 1 and (len(messages) - drop > rules.max_messages or chars > rules.max_chars):
-        chars -= len(messages[drop].text)
+    while len(messages) - drop > keep + 1 and (len(messages) - drop > rules.max_messages or chars > rules.max_chars):
+        chars -= len(messages[keep + drop].text)
         drop += 1
     if drop:
-        del messages[:drop]
+        del messages[keep : keep + drop]
         session.dropped_messages += drop
 
 

@@ -55,10 +55,12 @@ class Settings(BaseSettings):
     idle_timeout_s: float = Field(300.0, gt=0, description="Summarise and close a session silent this long.")
     tick_s: float = Field(0.1, gt=0, description="How often due summaries are looked for, besides when one ends or falls due.")
     feedback_window_s: float = Field(3600.0, ge=0, description="A closed session is kept this long for agent feedback.")
-    max_transcript_messages: int = Field(200, ge=10, description="Oldest messages are dropped beyond this.")
+    max_transcript_messages: int = Field(
+        200, ge=10, description="Beyond this, the oldest messages after the opening (up to the customer's first) are dropped."
+    )
     max_transcript_chars: int = Field(
-        20_000, ge=1000, description="Oldest messages are dropped beyond this total length, which keeps a session's "
-        "changelog record far below Kafka's 1 MB limit (a prompt uses at most CHATSUM_MAX_PROMPT_CHARS of the end).",
+        20_000, ge=1000, description="The same, beyond this total length: keeps a session's changelog record far "
+        "below Kafka's 1 MB limit (a prompt uses at most CHATSUM_MAX_PROMPT_CHARS of it).",
     )
     max_text_chars: int = Field(4000, ge=100, description="Longer message texts are cut (and counted).")
 
@@ -69,7 +71,10 @@ class Settings(BaseSettings):
     max_num_seqs: int = Field(16, ge=1, description="vLLM batch size: sessions decoded at once.")
     gpu_memory_utilization: float = Field(0.3, gt=0, le=1, description="On CPU: share of RAM for KV cache.")
     max_tokens: int = Field(128, ge=16, description="Output budget of one summary.")
-    max_prompt_chars: int = Field(3000, ge=200, description="Transcript beyond this is cut from the start.")
+    max_prompt_chars: int = Field(
+        3000, ge=200, description="A longer transcript keeps its opening and newest messages; the middle becomes a note "
+        "with the identifiers it mentioned.",
+    )
     max_inflight: int = Field(16, ge=1, description="Summaries in the engine at once per worker.")
     max_queue_wait_s: float = Field(
         10.0, gt=0, description="A due summary waiting longer for an engine slot is published as an `overload` fallback."

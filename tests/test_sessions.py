@@ -63,11 +63,13 @@ def test_idle_timeout_closes_and_summarises():
     assert s.closed and s.trigger == "idle" and s.owes_summary
 
 
-def test_transcript_is_bounded_oldest_dropped_and_counted():
+def test_transcript_is_bounded_oldest_dropped_after_the_opening_and_counted():
     s = Session(session_id="s", partition=0)
-    for i in range(8):
+    send(s, 0, role="agent", text="greeting")
+    for i in range(1, 8):
         send(s, i, text=f"t{i}")
-    assert [m.text for m in s.messages] == ["t3", "t4", "t5", "t6", "t7"]
+    # The opening (up to the customer's first message) states the problem: it stays.
+    assert [m.text for m in s.messages] == ["greeting", "t1", "t5", "t6", "t7"]
     assert s.dropped_messages == 3
 
 
@@ -82,6 +84,7 @@ def test_a_flood_of_long_messages_keeps_the_row_small_and_the_newest_message():
         assert sum(len(m.text) for m in s.messages) <= 20_000
     assert len(s.encode()) < 100_000
     assert s.messages[-1].text.startswith("199") and s.dropped_messages == 200 - len(s.messages)
+    assert s.messages[0].text.startswith("000")
     huge = Session(session_id="h", partition=0)  # one message over the cap alone is kept (it was cut at ingest)
     apply_message(huge, message_id="x", role="user", text="退" * 30_000, ts=0.0, end_of_chat=False, now=0.0, rules=rules)
     assert len(huge.messages) == 1
