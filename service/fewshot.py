@@ -68,9 +68,15 @@ class Embedder(Protocol):
 
 
 def query_text(turns: Sequence[Turn], max_chars: int = 400) -> str:
-    """What a conversation is about: the customer's words, the most recent kept."""
-    said = " ".join(t.text for t in turns if t.role == "user")
-    return said[-max_chars:]
+    """What a conversation is about: the customer's words. In a long chat, the start of the
+    first message (the problem as first stated) and the most recent words; "好的", "还在吗"
+    at the end of a long wait say little about what it is about."""
+    said = [t.text for t in turns if t.role == "user"]
+    text = " ".join(said)
+    if len(text) <= max_chars:
+        return text
+    opening = said[0][: max_chars // 3]
+    return opening + " " + text[len(text) - (max_chars - len(opening) - 1):]
 
 
 def load_cases(path: Path) -> list[FewShotCase]:

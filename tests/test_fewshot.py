@@ -7,7 +7,7 @@ import json
 import numpy as np
 
 from service.contracts import REQUEST_TYPES, SENTIMENTS, SummaryFields
-from service.fewshot import CaseIndex, CaseTurn, FewShotCase
+from service.fewshot import CaseIndex, CaseTurn, FewShotCase, query_text
 
 from .conftest import REPO
 
@@ -102,3 +102,13 @@ async def test_queries_that_arrive_while_a_batch_encodes_are_answered(tmp_path):
     results = await asyncio.wait_for(asyncio.gather(first, *later), 10)
     assert [r[0].case_id for r in results] == ["a"] * 6
     assert embedder.calls == 3  # the build, the first query, the late five in one batch
+
+
+def test_the_query_is_the_customers_words_and_a_long_chat_keeps_its_opening():
+    short = [CaseTurn(role="user", text="订单A123 鞋子开胶"), CaseTurn(role="agent", text="抱歉"),
+             CaseTurn(role="user", text="要退货")]
+    assert query_text(short) == "订单A123 鞋子开胶 要退货"
+    waited = [CaseTurn(role="user", text="鞋子穿了两天就开胶了，要退货")] + [CaseTurn(role="user", text="还在吗？")] * 200
+    query = query_text(waited)
+    assert len(query) == 400
+    assert query.startswith("鞋子穿了两天就开胶了，要退货") and query.endswith("还在吗？")
