@@ -49,25 +49,33 @@ _IDENTIFIER = re.compile(
     r"(?<![0-9A-Za-z_-])(?![0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?![0-9A-Za-z_-]))(?=[0-9A-Za-z_-]*[0-9])"
     r"[0-9A-Za-z][0-9A-Za-z_-]{5,39}(?![0-9A-Za-z_-])"
 )
-_NOTE_CHARS = 160  # "（中间 N 条消息已省略，其中提到：…）" with three identifiers
+_PINNED = 2  # omitted messages kept for the identifiers they carry (the earliest: where the item is given)
+_PINNED_CHARS = 120  # each, around its first identifier
+_GAP_CHARS = 13  # "（省略 N 条消息）" and its newline
 
 
 def render_transcript(turns: Sequence[Turn], max_chars: int) -> str:
-    """One line per message. A transcript longer than `max_chars` keeps its opening (up to the
-    customer's first message, where the problem and the order number are usually stated) and as
-    many of the newest messages as fit; the middle is replaced by a note of how many messages it
-    held and the identifiers mentioned in them, so an order number from anywhere can still be
-    copied into item_id."""
+    """One line per message. A transcript longer than `max_chars` keeps its opening (through the
+    customer's first message and on for a third of the budget: where the problem and the order
+    number are usually stated), as
+    many of the newest messages as fit, and from the middle the first messages that carry an
+    order or item number (an excerpt around it), so that item_id can still be copied; every
+    gap says how many messages it left out."""
     lines = [f"{ROLE_LABELS.get(t.role, t.role)}：{t.text}" for t in turns]
     if sum(len(line) + 1 for line in lines) - 1 <= max_chars:
         return "\n".join(lines)
-    opened = next((i + 1 for i, t in enumerate(turns) if t.role == "user"), 1)  # lines the opening covers
+    opened = next((i + 1 for i, t in enumerate(turns) if t.role == "user"), 1)  # through the first customer message
     if opened == len(lines):
         return "\n".join(lines)[:max_chars]
     head = lines[:opened]
     if sum(len(line) + 1 for line in head) > max_chars // 3:
         head = [lines[opened - 1][: max_chars // 3]]  # the customer's first message; its start matters most
-    budget = max_chars - sum(len(line) + 1 for line in head) - min(_NOTE_CHARS, max_chars // 5)
+    else:  # and what follows it, while it fits in a third of the budget
+        while opened < len(lines) - 1 and sum(len(line) + 1 for line in head) + len(lines[opened]) < max_chars // 3:
+            head.append(lines[opened])
+            opened += 1
+    reserve = min(_PINNED * (_PINNED_CHARS + 1) + (_PINNED + 1) * _GAP_CHARS, max_chars // 4)
+    budget = max_chars - sum(len(line) + 1 for line in head) - reserve
     tail: list[str] = []
     for line in reversed(lines[opened:]):
         if len(line) > budget:
@@ -78,12 +86,30 @@ def render_transcript(turns: Sequence[Turn], max_chars: int) -> str:
         tail.append(line)
         budget -= len(line) + 1
     tail.reverse()
-    middle = lines[opened : len(lines) - len(tail)]
-    if not middle:
-        return "\n".join(head + tail)
-    ids = list(dict.fromkeys(m for line in middle for m in _IDENTIFIER.findall(line)))[-3:]
-    note = f"（中间 {len(middle)} 条消息已省略" + (f"，其中提到：{'、'.join(ids)}）" if ids else "）")
-    return "\n".join(head + [note] + tail)
+    end = len(lines) - len(tail)
+    limit = (reserve - (_PINNED + 1) * _GAP_CHARS) // _PINNED - 1
+    pinned = [i for i in range(opened, end) if _IDENTIFIER.search(lines[i])][:_PINNED] if limit >= 30 else []
+    out, shown = list(head), opened
+    for i in pinned:
+        if i > shown:
+            out.append(f"（省略 {i - shown} 条消息）")
+        out.append(_excerpt(lines[i], limit))
+        shown = i + 1
+    if end > shown:
+        out.append(f"（省略 {end - shown} 条消息）")
+    return "\n".join(out + tail)
+
+
+def _excerpt(line: str, limit: int) -> str:
+    """At most `limit` characters of `line`: its label and the text around its first identifier."""
+    if len(line) <= limit:
+        return line
+    label = line[: line.index("：") + 1]
+    room = limit - len(label) - 2  # two "…"
+    found = _IDENTIFIER.search(line, len(label))
+    at = found.start() if found else len(label)
+    start = max(len(label), min(at - room // 3, len(line) - room))
+    return label + "…" + line[start : start + room] + "…"
 
 
 def _user_turn(transcript: str) -> str:

@@ -72,8 +72,8 @@ class Settings(BaseSettings):
     gpu_memory_utilization: float = Field(0.3, gt=0, le=1, description="On CPU: share of RAM for KV cache.")
     max_tokens: int = Field(128, ge=16, description="Output budget of one summary.")
     max_prompt_chars: int = Field(
-        3000, ge=200, description="A longer transcript keeps its opening and newest messages; the middle becomes a note "
-        "with the identifiers it mentioned.",
+        3000, ge=200, description="A longer transcript keeps its opening, its newest messages and the middle's "
+        "first messages with an order or item number.",
     )
     max_inflight: int = Field(16, ge=1, description="Summaries in the engine at once per worker.")
     max_queue_wait_s: float = Field(
