@@ -38,7 +38,10 @@ class RunningWorker:
 
     async def stop(self) -> None:
         if self.worker is not None:
-            for task in list(self.worker.inflight.values()):
+            tasks = list(self.worker.inflight.values())
+            for task in tasks:
                 task.cancel()
+            # Their engine requests are aborted as they unwind: done before the engine's next user.
+            await asyncio.gather(*tasks, return_exceptions=True)
             await self.worker.app.stop()
             self.worker = None

@@ -107,7 +107,7 @@ class Summarizer:
             raise
         except Exception as exc:
             # The type only: an engine error message may quote the prompt.
-            log.error("engine error", extra={"request_id": request_id, "exc_type": type(exc).__name__})
+            log.error(f"engine error: {type(exc).__name__}", extra={"request_id": request_id})
             await self.engine.abort(request_id)
             return state.outcome(started, "engine_error", cases)
         return self._judge(state, turns, started, cases)

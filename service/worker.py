@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import time
 from collections.abc import Iterable
@@ -39,6 +40,7 @@ from .settings import Settings
 from .summarizer import Outcome, Summarizer
 
 log = logging.getLogger("chatsum.worker")
+_RUNS = itertools.count(1)  # numbers every summary run of this process (see `_summarize`)
 
 
 def faust_app(settings: Settings, web_enabled: bool = True) -> faust.App:
@@ -364,7 +366,7 @@ class ChatsumWorker:
             self._record_published(sid, session.version)
         except Exception as exc:
             self._retry_later(sid)
-            log.error("fallback failed", extra={"session_id": session.session_id, "error": type(exc).__name__})
+            log.error(f"fallback failed: {type(exc).__name__}", extra={"session_id": session.session_id})
         finally:
             self.inflight.pop(sid, None)
 
@@ -376,7 +378,11 @@ class ChatsumWorker:
             async def on_partial(fields: dict[str, str]) -> None:
                 await self._publish(session, 2 * version - 1, "partial", None, fields, queued_s)
 
-            outcome = await self.summarizer.summarize(session.messages, on_partial=on_partial, request_id=f"{session.session_id}:{version}")
+            # Unique per run: vLLM aborts by request id, and the abort of a cancelled run (this
+            # worker's, or another's sharing the engine in tests and the bench) must not hit a
+            # newer run of the same session and version.
+            run_id = f"{session.session_id}:{version}:{next(_RUNS)}"
+            outcome = await self.summarizer.summarize(session.messages, on_partial=on_partial, request_id=run_id)
             metrics.LLM_SECONDS.observe(outcome.llm_ms / 1000)
             metrics.TOKENS.labels("in").inc(outcome.prompt_tokens)
             metrics.TOKENS.labels("out").inc(outcome.output_tokens)
@@ -392,7 +398,7 @@ class ChatsumWorker:
             self._record_published(sid, version, fields, outcome.prompt_tokens + outcome.output_tokens)
         except Exception as exc:
             self._retry_later(sid)
-            log.error("summary failed", extra={"session_id": session.session_id, "version": version, "error": type(exc).__name__})
+            log.error(f"summary failed: {type(exc).__name__}", extra={"session_id": session.session_id, "version": version})
         finally:
             metrics.LLM_INFLIGHT.dec()
             self.inflight.pop(sid, None)
