@@ -57,10 +57,9 @@ _GAP_CHARS = 13  # "（省略 N 条消息）" and its newline
 def render_transcript(turns: Sequence[Turn], max_chars: int) -> str:
     """One line per message. A transcript longer than `max_chars` keeps its opening (through the
     customer's first message and on for a third of the budget: where the problem and the order
-    number are usually stated), as
-    many of the newest messages as fit, and from the middle the first messages that carry an
-    order or item number (an excerpt around it), so that item_id can still be copied; every
-    gap says how many messages it left out."""
+    number are usually stated), as many of the newest messages as fit, and from the middle the
+    first messages that carry an order or item number (an excerpt around it), so that item_id
+    can still be copied; every gap says how many messages it left out."""
     lines = [f"{ROLE_LABELS.get(t.role, t.role)}：{t.text}" for t in turns]
     if sum(len(line) + 1 for line in lines) - 1 <= max_chars:
         return "\n".join(lines)
