@@ -484,9 +484,10 @@ def _classify_im_account(match: re.Match[str]) -> str | None:
     account = match.group("account")
     if _business_cued(match.string, match.start("account")):
         return None
-    bare_wechat = not match.group("explicit") and "q" not in match.group("cue").lower() and "扣" not in match.group("cue")
-    if bare_wechat and account[0].isalpha() and not any(ch.isdigit() or ch in "_-" for ch in account):
-        return None
+    cue = match.groupdict().get("cue")  # only after a cue can a plain word follow the cue
+    if cue is not None and not match.group("explicit") and "q" not in cue.lower() and "扣" not in cue:
+        if account[0].isalpha() and not any(ch.isdigit() or ch in "_-" for ch in account):
+            return None
     return "im_account"
 
 
@@ -495,10 +496,8 @@ def _mask_im_accounts(text: str, counts: dict[str, int]) -> str:
     if not any(cue in lowered for cue in _IM_CUES):
         return text
     text = _sub(_WXID, text, lambda m: "im_account", counts)
-    text = _sub(_IM_AFTER_CUE, text, _classify_im_account, counts, group="account")
-    for pattern in (_IM_ENGLISH, _IM_MINE, _IM_BEFORE_CUE):
-        text = _sub(pattern, text, lambda m: None if _business_cued(m.string, m.start("account")) else "im_account",
-                    counts, group="account")
+    for pattern in (_IM_AFTER_CUE, _IM_ENGLISH, _IM_MINE, _IM_BEFORE_CUE):
+        text = _sub(pattern, text, _classify_im_account, counts, group="account")
     return text
 
 

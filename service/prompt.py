@@ -67,14 +67,17 @@ def render_transcript(turns: Sequence[Turn], max_chars: int) -> str:
     if opened == len(lines):
         return "\n".join(lines)[:max_chars]
     head = lines[:opened]
-    if sum(len(line) + 1 for line in head) > max_chars // 3:
+    head_chars = sum(len(line) + 1 for line in head)
+    if head_chars > max_chars // 3:
         head = [lines[opened - 1][: max_chars // 3]]  # the customer's first message; its start matters most
+        head_chars = len(head[0]) + 1
     else:  # and what follows it, while it fits in a third of the budget
-        while opened < len(lines) - 1 and sum(len(line) + 1 for line in head) + len(lines[opened]) < max_chars // 3:
+        while opened < len(lines) - 1 and head_chars + len(lines[opened]) < max_chars // 3:
             head.append(lines[opened])
+            head_chars += len(lines[opened]) + 1
             opened += 1
     reserve = min(_PINNED * (_PINNED_CHARS + 1) + (_PINNED + 1) * _GAP_CHARS, max_chars // 4)
-    budget = max_chars - sum(len(line) + 1 for line in head) - reserve
+    budget = max_chars - head_chars - reserve
     tail: list[str] = []
     for line in reversed(lines[opened:]):
         if len(line) > budget:
